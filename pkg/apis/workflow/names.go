@@ -1,0 +1,120 @@
+package workflow
+
+// This file is the one place where the controller side (pkg/podspec) and the
+// executor side (cmd/argoexec, executor/...) agree on names: environment
+// variables, annotation and label keys, container names and mount paths.
+// Neither side spells these strings anywhere else, so the two cannot drift.
+
+// Environment variables that the pod builder sets on the init and wait
+// containers and that argoexec reads.
+const (
+	// EnvPodName is the name of the workflow pod (downward API metadata.name).
+	EnvPodName = "ARGO_POD_NAME"
+	// EnvPodNamespace is the namespace of the workflow pod (downward API metadata.namespace).
+	EnvPodNamespace = "ARGO_POD_NAMESPACE"
+	// EnvPodUID is the UID of the workflow pod (downward API metadata.uid).
+	EnvPodUID = "ARGO_POD_UID"
+	// EnvNodeName is the node the pod runs on (downward API spec.nodeName).
+	EnvNodeName = "ARGO_NODE_NAME"
+	// EnvContainerRuntimeExecutor names the backend wait uses: k8sapi, kubelet or docker.
+	EnvContainerRuntimeExecutor = "ARGO_CONTAINER_RUNTIME_EXECUTOR"
+	// EnvTemplatePath is the file holding the template as JSON. The pod builder
+	// puts the template in the pod annotation AnnotationTemplate and projects it
+	// into a downward-API volume, so its size is bounded by the annotation
+	// budget, not by the kernel's ARG_MAX (argo-workflows #7586).
+	EnvTemplatePath = "ARGO_TEMPLATE_PATH"
+	// EnvKubeletHost is the kubelet's address (downward API status.hostIP).
+	EnvKubeletHost = "ARGO_KUBELET_HOST"
+	// EnvKubeletPort is the kubelet's HTTPS port (ConfigMap kubeletPort).
+	EnvKubeletPort = "ARGO_KUBELET_PORT"
+	// EnvKubeletInsecure, when "true", skips verification of the kubelet's
+	// serving certificate (ConfigMap kubeletInsecure).
+	EnvKubeletInsecure = "ARGO_KUBELET_INSECURE"
+	// EnvKubeletCAFile is the CA bundle that verifies the kubelet's serving
+	// certificate (ConfigMap kubeletCAFile); empty means the in-cluster CA.
+	EnvKubeletCAFile = "ARGO_KUBELET_CA_FILE"
+	// EnvDockerSockPath is the Docker Engine socket path inside the wait
+	// container (ConfigMap dockerSockPath).
+	EnvDockerSockPath = "ARGO_DOCKER_SOCK_PATH"
+	// EnvSidecarMode is native or legacy (ConfigMap sidecarMode): in legacy
+	// mode wait stops the user sidecars itself.
+	EnvSidecarMode = "ARGO_SIDECAR_MODE"
+)
+
+// Annotation and label keys.
+const (
+	// AnnotationTemplate holds the template JSON on the pod.
+	AnnotationTemplate = "workflows.argoproj.io/template"
+	// AnnotationOutputs holds the outputs JSON that wait reports.
+	AnnotationOutputs = "workflows.argoproj.io/outputs"
+	// LabelContainerRuntimeExecutor on a workflow picks its backend directly.
+	LabelContainerRuntimeExecutor = "workflows.argoproj.io/container-runtime-executor"
+	// LabelWorkflow names the workflow a pod belongs to.
+	LabelWorkflow = "workflows.argoproj.io/workflow"
+	// LabelCompleted is set on a pod once its outputs are reported.
+	LabelCompleted = "workflows.argoproj.io/completed"
+)
+
+// Container names in a workflow pod.
+const (
+	// MainContainerName is the user's main container.
+	MainContainerName = "main"
+	// WaitContainerName is the argoexec wait sidecar.
+	WaitContainerName = "wait"
+	// InitContainerName is the argoexec init container.
+	InitContainerName = "init"
+)
+
+// Volumes and paths.
+const (
+	// VarRunArgoVolume is the emptyDir shared by init, wait and main.
+	VarRunArgoVolume = "var-run-argo"
+	// VarRunArgoPath is where VarRunArgoVolume is mounted in every container.
+	VarRunArgoPath = "/var/run/argo"
+	// StagingPath is where init stages a script template's source.
+	StagingPath = VarRunArgoPath + "/staging"
+	// ScriptSourcePath is the staged script that main runs.
+	ScriptSourcePath = StagingPath + "/script"
+	// PodMetadataVolume is the downward-API volume carrying the template.
+	PodMetadataVolume = "podmetadata"
+	// PodMetadataPath is where PodMetadataVolume is mounted in init and wait.
+	PodMetadataPath = "/argo/podmetadata"
+	// TemplateFile is the default value of EnvTemplatePath.
+	TemplateFile = PodMetadataPath + "/template"
+	// MainCtrFSPath is where main's volume mounts are mirrored into wait.
+	MainCtrFSPath = "/mainctrfs"
+	// DockerSockVolume is the hostPath volume for the docker socket.
+	DockerSockVolume = "docker-sock"
+	// ServiceAccountTokenPath is the projected service-account token that
+	// k8sapi and kubelet authenticate with (re-read on every request: it rotates).
+	ServiceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	// ServiceAccountCAPath is the in-cluster CA bundle.
+	ServiceAccountCAPath = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+)
+
+// Backend names, the values of ConfigMap containerRuntimeExecutor and of
+// EnvContainerRuntimeExecutor.
+const (
+	// ExecutorK8sAPI reaches the main container through the API server.
+	ExecutorK8sAPI = "k8sapi"
+	// ExecutorKubelet reaches it through the node's kubelet HTTPS API.
+	ExecutorKubelet = "kubelet"
+	// ExecutorDocker reaches it through the node's docker.sock.
+	ExecutorDocker = "docker"
+)
+
+// Executors lists every backend name, in the order error messages list them.
+func Executors() []string { return []string{ExecutorDocker, ExecutorK8sAPI, ExecutorKubelet} }
+
+// Sidecar modes, the values of ConfigMap sidecarMode.
+const (
+	// SidecarModeNative runs user sidecars as init containers with
+	// restartPolicy Always (Kubernetes >= 1.29): the kubelet stops them.
+	SidecarModeNative = "native"
+	// SidecarModeLegacy runs them as plain containers that wait must Kill.
+	SidecarModeLegacy = "legacy"
+)
+
+// MaxAnnotationBytes is the API server's limit on all annotations of an
+// object together (256 KiB).
+const MaxAnnotationBytes = 256 * 1024
