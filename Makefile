@@ -1,0 +1,37 @@
+# Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
+SHELL := /bin/bash
+
+.PHONY: help build unit lint test e2e demo images cluster-up cluster-down bench
+
+help: ## list the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## build static argoexec and workflow-controller into bin/
+	hack/build.sh
+
+lint: ## gofmt and go vet
+	hack/verify.sh
+
+unit: ## unit tier: go test -race -short ./...
+	hack/unit.sh
+
+test: ## everything CI runs: lint, unit tier, then the e2e tier on the real local cluster
+	hack/test.sh
+
+e2e: ## bring up the local cluster, build and import images, run the e2e tier
+	hack/e2e.sh
+
+demo: ## bring up the local cluster and run examples/ through every backend
+	hack/demo.sh
+
+images: ## build the images and import them into containerd and dockerd
+	hack/images.sh
+
+bench: ## go benchmarks of the unit tier
+	go test -run '^$$' -bench . -benchmem ./...
+
+cluster-up: ## start the local cluster (idempotent)
+	hack/cluster.sh up
+
+cluster-down: ## stop the local cluster, leaving no process, mount or netns behind
+	hack/cluster.sh down

@@ -1,0 +1,136 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// namespaceFile is where the in-cluster namespace is mounted; used when
+// ARGO_POD_NAMESPACE is not set.
+const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// PodOptions identify the workflow pod argoexec runs in. The pod builder sets
+// them through the downward API.
+type PodOptions struct {
+	Name      string
+	Namespace string
+	UID       string
+	NodeName  string
+}
+
+// BackendOptions are the settings of the container runtime executor that
+// wait (and init, for the pod's own identity) uses.
+type BackendOptions struct {
+	// Executor is k8sapi, kubelet or docker.
+	Executor string
+	// Kubeconfig is a kubeconfig path for running outside a pod; empty means
+	// in-cluster credentials.
+	Kubeconfig      string
+	KubeletHost     string
+	KubeletPort     int
+	KubeletInsecure bool
+	KubeletCAFile   string
+	DockerSockPath  string
+}
+
+// commonOptions are what init and wait both need.
+type commonOptions struct {
+	Pod          PodOptions
+	Backend      BackendOptions
+	TemplatePath string
+	SidecarMode  string
+}
+
+func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Backend.Kubeconfig, "kubeconfig", "", "kubeconfig to use instead of in-cluster credentials (for running outside a pod)")
+	fs.StringVar(&o.Backend.Executor, "container-runtime-executor", "", "backend: k8sapi, kubelet or docker (default $"+wf.EnvContainerRuntimeExecutor+")")
+	fs.StringVar(&o.TemplatePath, "template", "", "template JSON file (default $"+wf.EnvTemplatePath+", else "+wf.TemplateFile+")")
+}
+
+// complete fills what flags left empty from the environment. It only parses;
+// validate judges.
+func (o *commonOptions) complete(cmdName string, getenv func(string) string) error {
+	o.Pod.Name = getenv(wf.EnvPodName)
+	o.Pod.Namespace = getenv(wf.EnvPodNamespace)
+	if o.Pod.Namespace == "" {
+		if b, err := os.ReadFile(namespaceFile); err == nil {
+			o.Pod.Namespace = strings.TrimSpace(string(b))
+		}
+	}
+	o.Pod.UID = getenv(wf.EnvPodUID)
+	o.Pod.NodeName = getenv(wf.EnvNodeName)
+	if o.Backend.Executor == "" {
+		o.Backend.Executor = getenv(wf.EnvContainerRuntimeExecutor)
+	}
+	if o.Backend.Executor == "" {
+		o.Backend.Executor = wf.ExecutorK8sAPI
+	}
+	if o.TemplatePath == "" {
+		o.TemplatePath = getenv(wf.EnvTemplatePath)
+	}
+	if o.TemplatePath == "" {
+		o.TemplatePath = wf.TemplateFile
+	}
+	o.SidecarMode = getenv(wf.EnvSidecarMode)
+	if o.SidecarMode == "" {
+		o.SidecarMode = wf.SidecarModeNative
+	}
+	o.Backend.KubeletHost = getenv(wf.EnvKubeletHost)
+	o.Backend.KubeletPort = 10250
+	if v := getenv(wf.EnvKubeletPort); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			return usageErrorf("argoexec %s: %s=%q is not a port number", cmdName, wf.EnvKubeletPort, v)
+		}
+		o.Backend.KubeletPort = p
+	}
+	if v := getenv(wf.EnvKubeletInsecure); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return usageErrorf("argoexec %s: %s=%q is not a boolean (want true or false)", cmdName, wf.EnvKubeletInsecure, v)
+		}
+		o.Backend.KubeletInsecure = b
+	}
+	o.Backend.KubeletCAFile = getenv(wf.EnvKubeletCAFile)
+	o.Backend.DockerSockPath = getenv(wf.EnvDockerSockPath)
+	if o.Backend.DockerSockPath == "" {
+		o.Backend.DockerSockPath = "/var/run/docker.sock"
+	}
+	return nil
+}
+
+// validate says, for the first thing wrong, what is wrong and what to do.
+func (o *commonOptions) validate(cmdName string) error {
+	if o.Pod.Name == "" {
+		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set", cmdName, wf.EnvPodName)
+	}
+	if o.Pod.Namespace == "" {
+		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, namespaceFile)
+	}
+	if !slices.Contains(wf.Executors(), o.Backend.Executor) {
+		return usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(wf.Executors(), ", "))
+	}
+	if o.SidecarMode != wf.SidecarModeNative && o.SidecarMode != wf.SidecarModeLegacy {
+		return usageErrorf("argoexec %s: %s=%q is not a sidecar mode (want native or legacy)", cmdName, wf.EnvSidecarMode, o.SidecarMode)
+	}
+	if o.Backend.Executor == wf.ExecutorKubelet {
+		if o.Backend.KubeletHost == "" {
+			return usageErrorf("argoexec %s: the kubelet executor needs %s (the pod builder sets it from status.hostIP)", cmdName, wf.EnvKubeletHost)
+		}
+		if o.Backend.KubeletPort < 1 || o.Backend.KubeletPort > 65535 {
+			return usageErrorf("argoexec %s: %s=%d is not a port (1-65535)", cmdName, wf.EnvKubeletPort, o.Backend.KubeletPort)
+		}
+	}
+	return nil
+}
+
+func (o *commonOptions) String() string {
+	return fmt.Sprintf("pod %s/%s executor %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor)
+}

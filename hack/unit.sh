@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Unit tier: fakes and httptest servers only; no cluster needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go test -race -short -count=1 ./...
