@@ -83,6 +83,14 @@ const (
 	TemplateFile = PodMetadataPath + "/template"
 	// MainCtrFSPath is where main's volume mounts are mirrored into wait.
 	MainCtrFSPath = "/mainctrfs"
+	// InputArtifactsVolume is the emptyDir init loads input artifacts into.
+	// The pod builder mounts it whole in init at InputArtifactsPath, and into
+	// main with subPath NAME at each input artifact's path.
+	InputArtifactsVolume = "input-artifacts"
+	// InputArtifactsPath is where init sees InputArtifactsVolume; artifact
+	// NAME goes to InputArtifactsPath/NAME (a file, or a directory for an
+	// unpacked tarball).
+	InputArtifactsPath = "/inputs/artifacts"
 	// DockerSockVolume is the hostPath volume for the docker socket.
 	DockerSockVolume = "docker-sock"
 	// ServiceAccountTokenPath is the projected service-account token that
