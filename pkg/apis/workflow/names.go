@@ -36,6 +36,18 @@ const (
 	// EnvDockerSockPath is the Docker Engine socket path inside the wait
 	// container (ConfigMap dockerSockPath).
 	EnvDockerSockPath = "ARGO_DOCKER_SOCK_PATH"
+	// EnvWorkflowName is the workflow the pod belongs to (for artifact keys).
+	EnvWorkflowName = "ARGO_WORKFLOW_NAME"
+	// EnvArtifactRepository is the ConfigMap's artifactRepository as JSON,
+	// without credentials; set on init and wait only.
+	EnvArtifactRepository = "ARGO_ARTIFACT_REPOSITORY"
+	// EnvS3AccessKey is the S3 access key ID (secretKeyRef of
+	// artifactRepository.s3.accessKeySecret); set on init and wait only,
+	// never on main.
+	EnvS3AccessKey = "ARGO_S3_ACCESS_KEY"
+	// EnvS3SecretKey is the S3 secret access key (secretKeyRef of
+	// artifactRepository.s3.secretKeySecret); init and wait only.
+	EnvS3SecretKey = "ARGO_S3_SECRET_KEY"
 	// EnvSidecarMode is native or legacy (ConfigMap sidecarMode): in legacy
 	// mode wait stops the user sidecars itself.
 	EnvSidecarMode = "ARGO_SIDECAR_MODE"
