@@ -21,7 +21,9 @@ import (
 // ErrNotSupported that says what to use instead.
 type ContainerRuntimeExecutor interface {
 	// GetFileContents returns the contents of the regular file at path in the
-	// named container. It is for small files (output parameters): backends may
+	// named container. For this method and CopyFile, a path that does not
+	// exist gives an error that wraps fs.ErrNotExist and names container and
+	// path. It is for small files (output parameters): backends may
 	// refuse files larger than a limit they document, with an error that says so.
 	GetFileContents(ctx context.Context, containerName, path string) (string, error)
 

@@ -1,0 +1,344 @@
+package executor
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/argoexec/argoexec/pkg/archive"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// ErrOutputMissing is wrapped by errors for an output parameter or artifact
+// whose path does not exist in main.
+var ErrOutputMissing = errors.New("output path does not exist")
+
+// Wait is `argoexec wait`: it waits for main, then collects and reports its
+// outputs and stops leftover sidecars. Every step that can still run does,
+// even after another failed; the error joins every failure and names its step.
+//
+// If ctx ends while main runs (SIGTERM from the kubelet, the template's
+// activeDeadlineSeconds), Wait asks main to stop, then saves what exists
+// within SaveTimeout.
+func (we *WorkflowExecutor) Wait(ctx context.Context) error {
+	var errs stepErrors
+	start := time.Now()
+	saveCtx, cancel := we.waitMain(ctx, &errs)
+	defer cancel()
+	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("main exited; collecting outputs")
+
+	out := &wf.NodeOutputs{}
+	if code, err := we.runtime.GetExitCode(saveCtx, wf.MainContainerName); err != nil {
+		errs.add("read main's exit code", err)
+	} else {
+		out.ExitCode = &code
+	}
+	if we.cfg.Template.Script != nil {
+		errs.add("collect script result", we.collectResult(saveCtx, out))
+	}
+	errs.add("collect output parameters", we.collectParameters(saveCtx, out))
+	errs.add("collect output artifacts", we.collectArtifacts(saveCtx, out))
+	if we.reporter != nil {
+		errs.add("report outputs", we.reporter.Report(saveCtx, out))
+	}
+	if we.cfg.SidecarMode == wf.SidecarModeLegacy {
+		errs.add("stop sidecars", we.stopSidecars(saveCtx))
+	}
+	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("wait finished")
+	return errs.err()
+}
+
+// waitMain blocks until main has exited. It returns the context the rest of
+// the flow runs in: ctx itself, or, if ctx ended or the template's deadline
+// passed first, a fresh one bounded by SaveTimeout after main was asked to
+// stop.
+func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) (context.Context, context.CancelFunc) {
+	waitCtx, cancelWait := ctx, context.CancelFunc(func() {})
+	deadline := we.cfg.Template.ActiveDeadlineSeconds
+	if deadline != nil && *deadline > 0 {
+		waitCtx, cancelWait = context.WithTimeout(ctx, time.Duration(*deadline)*time.Second)
+	}
+	defer cancelWait()
+	err := we.runtime.Wait(waitCtx, []string{wf.MainContainerName})
+	if err == nil {
+		return context.WithCancel(ctx)
+	}
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), we.cfg.SaveTimeout)
+	switch {
+	case ctx.Err() != nil:
+		errs.add("wait for main", fmt.Errorf("interrupted (%w) while main was running; stopping main and saving what exists", context.Cause(ctx)))
+	case waitCtx.Err() != nil:
+		errs.add("wait for main", fmt.Errorf("main exceeded the template's activeDeadlineSeconds (%ds); stopping it and saving what exists", *deadline))
+	default:
+		errs.add("wait for main", err)
+		return saveCtx, cancel
+	}
+	if kerr := we.runtime.Kill(saveCtx, []string{wf.MainContainerName}, we.cfg.KillGrace/2); kerr != nil {
+		errs.add("stop main", kerr)
+	}
+	return saveCtx, cancel
+}
+
+// collectResult reads main's stdout into out.Result, at most MaxResultBytes;
+// a longer output is cut there and out.ResultTruncated says so.
+func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
+	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
+	if errors.Is(err, ErrNotSupported) {
+		we.log.WithError(err).Warn("this backend cannot separate stdout from stderr: the script result holds both")
+		rc, err = we.runtime.GetOutputStream(ctx, wf.MainContainerName, true)
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	limit := we.cfg.MaxResultBytes
+	b, err := io.ReadAll(io.LimitReader(rc, int64(limit)+1))
+	if err != nil {
+		return fmt.Errorf("read main's output: %w", err)
+	}
+	if len(b) > limit {
+		b = b[:limit]
+		out.ResultTruncated = true
+		we.log.Warnf("script result is longer than %d bytes: reporting the first %d bytes and resultTruncated: true; write large output to a file and declare it as an output artifact", limit, limit)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	out.Result = &s
+	return nil
+}
+
+// collectParameters reads every output parameter with valueFrom.path, from
+// the volume mirror when the path is on one of main's volumes, else through
+// the backend. A missing file takes the default; without one it fails.
+func (we *WorkflowExecutor) collectParameters(ctx context.Context, out *wf.NodeOutputs) error {
+	var errs []error
+	for _, p := range we.cfg.Template.Outputs.Parameters {
+		p := p
+		if p.ValueFrom == nil || p.ValueFrom.Path == "" {
+			if p.Value == nil && p.Default != nil {
+				p.Value = p.Default
+			}
+			out.Parameters = append(out.Parameters, p)
+			continue
+		}
+		val, err := we.readParameter(ctx, p.ValueFrom.Path)
+		switch {
+		case err == nil:
+			p.Value = wf.AnyStringPtr(strings.TrimSuffix(val, "\n"))
+		case errors.Is(err, ErrOutputMissing) && p.Default != nil:
+			we.log.WithField("parameter", p.Name).Infof("%s does not exist: using the default", p.ValueFrom.Path)
+			p.Value = p.Default
+		case errors.Is(err, ErrOutputMissing):
+			errs = append(errs, fmt.Errorf("output parameter %q: %s does not exist in container main and the parameter has no default", p.Name, p.ValueFrom.Path))
+			continue
+		default:
+			errs = append(errs, fmt.Errorf("output parameter %q: read %s: %w", p.Name, p.ValueFrom.Path, err))
+			continue
+		}
+		p.ValueFrom = &wf.ValueFrom{Path: p.ValueFrom.Path}
+		out.Parameters = append(out.Parameters, p)
+	}
+	return errors.Join(errs...)
+}
+
+// maxParameterBytes bounds one parameter read from a volume: the whole
+// outputs annotation cannot be larger.
+const maxParameterBytes = wf.MaxAnnotationBytes
+
+func (we *WorkflowExecutor) readParameter(ctx context.Context, p string) (string, error) {
+	root, rel, ok := we.onVolume(p)
+	if !ok {
+		s, err := we.runtime.GetFileContents(ctx, wf.MainContainerName, p)
+		if err != nil && isNotExist(err) {
+			return "", fmt.Errorf("%w: %w", ErrOutputMissing, err)
+		}
+		return s, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	f, err := r.Open(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: %w", ErrOutputMissing, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return "", fmt.Errorf("%s is a directory; an output parameter must be a file (use an output artifact for directories)", p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxParameterBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxParameterBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes, more than the outputs annotation can hold; declare it as an output artifact", p, maxParameterBytes)
+	}
+	return string(b), nil
+}
+
+// isNotExist recognises a backend's "no such file" error. Backends wrap
+// fs.ErrNotExist for a missing path.
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// collectArtifacts archives every output artifact and uploads it.
+func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOutputs) error {
+	arts := we.cfg.Template.Outputs.Artifacts
+	if len(arts) == 0 {
+		return nil
+	}
+	if we.store == nil || we.cfg.Repository == nil || we.cfg.Repository.S3 == nil {
+		names := make([]string, len(arts))
+		for i, a := range arts {
+			names[i] = a.Name
+		}
+		return fmt.Errorf("output artifacts %s need an artifact repository: set artifactRepository.s3 in the workflow-controller ConfigMap", strings.Join(names, ", "))
+	}
+	var errs []error
+	for _, a := range arts {
+		saved, err := we.saveArtifact(ctx, a)
+		switch {
+		case err == nil:
+			out.Artifacts = append(out.Artifacts, *saved)
+		case errors.Is(err, ErrOutputMissing) && a.Optional:
+			we.log.WithField("artifact", a.Name).Infof("optional artifact: %s does not exist; skipped", a.Path)
+		default:
+			errs = append(errs, fmt.Errorf("output artifact %q (%s): %w", a.Name, a.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (we *WorkflowExecutor) saveArtifact(ctx context.Context, a wf.Artifact) (*wf.Artifact, error) {
+	start := time.Now()
+	dir, err := os.MkdirTemp(we.cfg.TempDir, "artifact-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tgz := filepath.Join(dir, a.Name+".tgz")
+	if err := we.archiveOutput(ctx, a.Path, tgz, compressionLevel(a)); err != nil {
+		return nil, err
+	}
+	local := tgz
+	if a.Archive != nil && a.Archive.None != nil {
+		if local, err = singleFile(ctx, tgz, dir); err != nil {
+			return nil, fmt.Errorf("archive: none: %w", err)
+		}
+	}
+	repo := we.cfg.Repository.S3
+	format := repo.KeyFormat
+	if format == "" {
+		format = wf.DefaultKeyFormat
+	}
+	key, err := wf.ExpandKeyFormat(format, map[string]string{
+		wf.KeyVarWorkflowName: we.cfg.WorkflowName, wf.KeyVarPodName: we.cfg.PodName,
+		wf.KeyVarPodNamespace: we.cfg.PodNamespace, wf.KeyVarTemplateName: we.cfg.Template.Name,
+		wf.KeyVarArtifactName: a.Name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := we.store.Put(ctx, key, local)
+	if err != nil {
+		return nil, err
+	}
+	we.log.WithFields(map[string]any{"artifact": a.Name, "key": key, "bytes": obj.Size, "sha256": obj.SHA256,
+		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
+	saved := a
+	saved.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: repo.Endpoint, Bucket: repo.Bucket, Region: repo.Region, Insecure: repo.Insecure}, Key: key}
+	return &saved, nil
+}
+
+func compressionLevel(a wf.Artifact) int {
+	if a.Archive != nil && a.Archive.None != nil {
+		return gzip.NoCompression // unpacked again before upload
+	}
+	if a.Archive != nil && a.Archive.Tar != nil && a.Archive.Tar.CompressionLevel != nil {
+		return int(*a.Archive.Tar.CompressionLevel)
+	}
+	return gzip.DefaultCompression
+}
+
+// archiveOutput writes main's path p as a .tgz at dest: from the volume
+// mirror when p is on one of main's volumes, else through the backend.
+func (we *WorkflowExecutor) archiveOutput(ctx context.Context, p, dest string, level int) error {
+	root, rel, ok := we.onVolume(p)
+	if !ok {
+		err := we.runtime.CopyFile(ctx, wf.MainContainerName, p, dest, level)
+		if err != nil && isNotExist(err) {
+			return fmt.Errorf("%w: %w", ErrOutputMissing, err)
+		}
+		return err
+	}
+	f, err := os.Create(dest)
+	if err != nil {
+		return err
+	}
+	err = archive.Create(ctx, root, rel, f, level)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %w", ErrOutputMissing, err)
+	}
+	return err
+}
+
+// singleFile unpacks a .tgz holding exactly one regular file into dir and
+// returns its path.
+func singleFile(ctx context.Context, tgz, dir string) (string, error) {
+	f, err := os.Open(tgz)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	xdir := filepath.Join(dir, "x")
+	if err := os.Mkdir(xdir, 0o700); err != nil {
+		return "", err
+	}
+	if err := archive.Extract(ctx, f, xdir); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(xdir)
+	if err != nil {
+		return "", err
+	}
+	if len(entries) != 1 || !entries[0].Type().IsRegular() {
+		return "", errors.New("the path is not a single regular file; remove `archive: none` to store it as a tarball")
+	}
+	return filepath.Join(xdir, entries[0].Name()), nil
+}
+
+// stopSidecars, in legacy sidecar mode, kills every container but main,
+// wait and init. The error names the containers that survived.
+func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
+	names, err := we.runtime.ListContainerNames(ctx)
+	if err != nil {
+		return err
+	}
+	var sidecars []string
+	for _, n := range names {
+		if n != wf.MainContainerName && n != wf.WaitContainerName && n != wf.InitContainerName {
+			sidecars = append(sidecars, n)
+		}
+	}
+	if len(sidecars) == 0 {
+		return nil
+	}
+	sort.Strings(sidecars)
+	we.log.WithField("sidecars", sidecars).Info("stopping sidecars (sidecarMode: legacy)")
+	return we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
+}

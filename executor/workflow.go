@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/argoexec/argoexec/pkg/artifacts"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// ArtifactStore is where wait uploads output artifacts and init downloads
+// input artifacts (pkg/artifacts.S3 implements it).
+type ArtifactStore interface {
+	Put(ctx context.Context, key, localPath string) (artifacts.Object, error)
+	Get(ctx context.Context, key, localPath string) error
+}
+
+// OutputReporter publishes what wait collected (PodReporter writes it to the
+// pod's outputs annotation).
+type OutputReporter interface {
+	Report(ctx context.Context, outputs *wf.NodeOutputs) error
+}
+
+// WorkflowConfig is what the init and wait flows need besides a backend.
+type WorkflowConfig struct {
+	// Template is the step being run, as the pod builder passed it.
+	Template *wf.Template
+	// PodName, PodNamespace and WorkflowName fill artifact keys.
+	PodName, PodNamespace, WorkflowName string
+	// SidecarMode is native or legacy: in legacy mode wait stops sidecars.
+	SidecarMode string
+	// Repository is where artifacts go; nil when the ConfigMap sets none.
+	Repository *wf.ArtifactRepository
+	// MainCtrFS is where main's volume mounts are mirrored in wait
+	// (workflow.MainCtrFSPath); tests point it at a temporary directory.
+	MainCtrFS string
+	// VarRunArgo is the shared emptyDir (workflow.VarRunArgoPath).
+	VarRunArgo string
+	// InputArtifacts is where init puts input artifacts
+	// (workflow.InputArtifactsPath).
+	InputArtifacts string
+	// TempDir holds artifacts on their way to the repository; empty means
+	// os.TempDir().
+	TempDir string
+	// MaxResultBytes caps a script's result; zero means 256 KiB.
+	MaxResultBytes int
+	// KillGrace is how long stopped containers get between SIGTERM and
+	// SIGKILL; zero means 10 s.
+	KillGrace time.Duration
+	// SaveTimeout bounds collecting and reporting outputs after wait was
+	// interrupted (SIGTERM, deadline); zero means 20 s, inside the pod's
+	// default 30 s termination grace.
+	SaveTimeout time.Duration
+}
+
+// WorkflowExecutor runs the init and wait flows over a ContainerRuntimeExecutor.
+// It knows no backend by name.
+type WorkflowExecutor struct {
+	cfg      WorkflowConfig
+	runtime  ContainerRuntimeExecutor
+	store    ArtifactStore
+	reporter OutputReporter
+	log      *logrus.Entry
+}
+
+// NewWorkflowExecutor returns a WorkflowExecutor. runtime may be nil for init,
+// store may be nil when no artifacts are used, reporter may be nil for init.
+func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, store ArtifactStore, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
+	if cfg.MaxResultBytes == 0 {
+		cfg.MaxResultBytes = 256 * 1024
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = 10 * time.Second
+	}
+	if cfg.SaveTimeout == 0 {
+		cfg.SaveTimeout = 20 * time.Second
+	}
+	if cfg.MainCtrFS == "" {
+		cfg.MainCtrFS = wf.MainCtrFSPath
+	}
+	if cfg.VarRunArgo == "" {
+		cfg.VarRunArgo = wf.VarRunArgoPath
+	}
+	if cfg.InputArtifacts == "" {
+		cfg.InputArtifacts = wf.InputArtifactsPath
+	}
+	return &WorkflowExecutor{cfg: cfg, runtime: runtime, store: store, reporter: reporter, log: log}
+}
+
+// mainVolumeMountPaths lists the mount paths of main's volume mounts.
+func (we *WorkflowExecutor) mainVolumeMountPaths() []string {
+	t := we.cfg.Template
+	var paths []string
+	switch {
+	case t.Container != nil:
+		for _, m := range t.Container.VolumeMounts {
+			paths = append(paths, m.MountPath)
+		}
+	case t.Script != nil:
+		for _, m := range t.Script.VolumeMounts {
+			paths = append(paths, m.MountPath)
+		}
+	}
+	return paths
+}
+
+// onVolume reports whether p (a path in main) is on one of main's volume
+// mounts, and if so where wait sees it under MainCtrFS: the mount's mirror
+// root and p relative to it.
+func (we *WorkflowExecutor) onVolume(p string) (root, rel string, ok bool) {
+	p = path.Clean(p)
+	best := ""
+	for _, m := range we.mainVolumeMountPaths() {
+		m = path.Clean(m)
+		if (p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	if best == "" {
+		return "", "", false
+	}
+	// The mirror of mount m is MainCtrFS+m; the archive root must be the
+	// mount itself so links cannot leave the volume.
+	mirror := path.Join(we.cfg.MainCtrFS, best)
+	rel = strings.TrimPrefix(strings.TrimPrefix(p, best), "/")
+	if rel == "" {
+		// The output is the mount itself (say, a subPath file mount).
+		return path.Dir(mirror), path.Base(mirror), true
+	}
+	return mirror, rel, true
+}
+
+// stepErrors collects the failures of steps that do not stop the flow.
+type stepErrors []error
+
+func (s *stepErrors) add(step string, err error) {
+	if err != nil {
+		*s = append(*s, fmt.Errorf("%s: %w", step, err))
+	}
+}
+
+func (s stepErrors) err() error { return errors.Join(s...) }

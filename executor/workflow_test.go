@@ -1,0 +1,451 @@
+package executor_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/pkg/archive"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+func testLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// memStore is an in-memory ArtifactStore.
+type memStore struct {
+	mu      sync.Mutex
+	objects map[string][]byte
+	putErr  error
+}
+
+func (m *memStore) Put(_ context.Context, key, local string) (artifacts.Object, error) {
+	if m.putErr != nil {
+		return artifacts.Object{}, m.putErr
+	}
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return artifacts.Object{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.objects == nil {
+		m.objects = map[string][]byte{}
+	}
+	m.objects[key] = b
+	return artifacts.Object{Key: key, Size: int64(len(b))}, nil
+}
+
+func (m *memStore) Get(_ context.Context, key, local string) error {
+	m.mu.Lock()
+	b, ok := m.objects[key]
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("get %s: %w", key, artifacts.ErrNotFound)
+	}
+	return os.WriteFile(local, b, 0o644)
+}
+
+// recorder is an OutputReporter that keeps what it was given.
+type recorder struct {
+	got *wf.NodeOutputs
+	err error
+}
+
+func (r *recorder) Report(_ context.Context, o *wf.NodeOutputs) error {
+	r.got = o
+	return r.err
+}
+
+func repo() *wf.ArtifactRepository {
+	return &wf.ArtifactRepository{S3: &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}
+}
+
+// scriptTemplate: main mounts the volume "work" at /work.
+func scriptTemplate() *wf.Template {
+	return &wf.Template{
+		Name: "t",
+		Script: &wf.ScriptTemplate{
+			Container: corev1.Container{Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}},
+			Source:    "echo hi",
+		},
+	}
+}
+
+// mainFS makes a fake /mainctrfs with main's /work volume.
+func mainFS(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, "work", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func exitCode(code int) func(context.Context, string) (int, error) {
+	return func(context.Context, string) (int, error) { return code, nil }
+}
+
+func logStream(s string) func(context.Context, string, bool) (io.ReadCloser, error) {
+	return func(context.Context, string, bool) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }
+}
+
+func TestWaitCollectsAndReports(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Outputs.Parameters = []wf.Parameter{
+		{Name: "from-volume", ValueFrom: &wf.ValueFrom{Path: "/work/out.txt"}},
+		{Name: "from-backend", ValueFrom: &wf.ValueFrom{Path: "/tmp/base.txt"}},
+		{Name: "defaulted", Default: wf.AnyStringPtr("fallback"), ValueFrom: &wf.ValueFrom{Path: "/work/none.txt"}},
+	}
+	fake := &executortest.Fake{
+		GetExitCodeFunc:     exitCode(0),
+		GetOutputStreamFunc: logStream("hello\n"),
+		GetFileContentsFunc: func(_ context.Context, c, p string) (string, error) {
+			if c != "main" || p != "/tmp/base.txt" {
+				return "", fmt.Errorf("unexpected read %s:%s", c, p)
+			}
+			return "from base layer\n", nil
+		},
+	}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"out.txt": "42\n"})}, fake, nil, rep, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	got := rep.got
+	if got == nil {
+		t.Fatal("nothing reported")
+	}
+	if got.Result == nil || *got.Result != "hello" || got.ResultTruncated {
+		t.Errorf("result = %v truncated=%v", got.Result, got.ResultTruncated)
+	}
+	if got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Errorf("exitCode = %v", got.ExitCode)
+	}
+	want := map[string]string{"from-volume": "42", "from-backend": "from base layer", "defaulted": "fallback"}
+	for _, p := range got.Parameters {
+		if p.Value == nil || string(*p.Value) != want[p.Name] {
+			t.Errorf("parameter %s = %v, want %q", p.Name, p.Value, want[p.Name])
+		}
+		delete(want, p.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("parameters not reported: %v", want)
+	}
+	calls := strings.Join(fake.Calls(), " ")
+	if !strings.HasPrefix(calls, "Wait(main)") || strings.Contains(calls, "Kill") {
+		t.Errorf("calls = %s; want Wait(main) first and no Kill in native sidecar mode", calls)
+	}
+}
+
+func TestWaitMissingParameterFailsButReports(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Outputs.Parameters = []wf.Parameter{
+		{Name: "needed", ValueFrom: &wf.ValueFrom{Path: "/work/missing.txt"}},
+		{Name: "fine", ValueFrom: &wf.ValueFrom{Path: "/work/ok.txt"}},
+		{Name: "base-missing", ValueFrom: &wf.ValueFrom{Path: "/tmp/gone"}},
+	}
+	fake := &executortest.Fake{
+		GetExitCodeFunc:     exitCode(1),
+		GetOutputStreamFunc: logStream(""),
+		GetFileContentsFunc: func(_ context.Context, c, p string) (string, error) {
+			return "", fmt.Errorf("container %s: %s: %w", c, p, fs.ErrNotExist)
+		},
+	}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"ok.txt": "ok"})}, fake, nil, rep, testLog())
+	err := we.Wait(context.Background())
+	for _, want := range []string{
+		`collect output parameters: output parameter "needed": /work/missing.txt does not exist in container main and the parameter has no default`,
+		`output parameter "base-missing": /tmp/gone does not exist`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %q", err, want)
+		}
+	}
+	if rep.got == nil || len(rep.got.Parameters) != 1 || rep.got.Parameters[0].Name != "fine" || *rep.got.ExitCode != 1 {
+		t.Errorf("reported %+v; want the parameter that exists and exit code 1 despite the failure", rep.got)
+	}
+}
+
+func TestWaitResultTruncationIsReported(t *testing.T) {
+	fake := &executortest.Fake{GetOutputStreamFunc: logStream(strings.Repeat("x", 300))}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, fake, nil, rep, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rep.got.Result) != 100 || !rep.got.ResultTruncated {
+		t.Errorf("result of %d bytes, truncated=%v; want 100 and true", len(*rep.got.Result), rep.got.ResultTruncated)
+	}
+}
+
+func TestWaitResultFallsBackToCombinedLog(t *testing.T) {
+	fake := &executortest.Fake{GetOutputStreamFunc: func(_ context.Context, _ string, combined bool) (io.ReadCloser, error) {
+		if !combined {
+			return nil, executor.NotSupported("k8sapi", "stdout alone", "pods/log always interleaves stderr")
+		}
+		return io.NopCloser(strings.NewReader("both\n")), nil
+	}}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: scriptTemplate()}, fake, nil, rep, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if *rep.got.Result != "both" {
+		t.Errorf("result = %q", *rep.got.Result)
+	}
+}
+
+func TestWaitArtifacts(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Outputs.Artifacts = []wf.Artifact{
+		{Name: "dir", Path: "/work/outdir"},
+		{Name: "raw", Path: "/work/outdir/a.txt", Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}},
+		{Name: "base", Path: "/tmp/base"},
+		{Name: "maybe", Path: "/work/nothing", Optional: true},
+		{Name: "required", Path: "/work/nothing"},
+	}
+	fake := &executortest.Fake{
+		CopyFileFunc: func(_ context.Context, c, src, dest string, level int) error {
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			tw := tar.NewWriter(zw)
+			tw.WriteHeader(&tar.Header{Name: "base", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
+			tw.Write([]byte("base"))
+			tw.Close()
+			zw.Close()
+			return os.WriteFile(dest, buf.Bytes(), 0o644)
+		},
+	}
+	store := &memStore{}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{
+		Template: tmpl, Repository: repo(), WorkflowName: "wf", PodName: "pod",
+		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}),
+	}, fake, store, rep, testLog())
+	err := we.Wait(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `output artifact "required" (/work/nothing)`) || strings.Contains(err.Error(), `"maybe"`) {
+		t.Fatalf("err = %v; want only the required missing artifact named", err)
+	}
+	var keys []string
+	for k := range store.objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if strings.Join(keys, ",") != "wf/pod/base.tgz,wf/pod/dir.tgz,wf/pod/raw.tgz" {
+		t.Fatalf("uploaded %v", keys)
+	}
+	if string(store.objects["wf/pod/raw.tgz"]) != "A" {
+		t.Errorf("archive: none uploaded %q, want the raw file", store.objects["wf/pod/raw.tgz"])
+	}
+	// The directory round-trips through init's unpacking.
+	x := t.TempDir()
+	if err := archive.Extract(context.Background(), bytes.NewReader(store.objects["wf/pod/dir.tgz"]), x); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(x, "outdir/sub/b.txt")); string(b) != "B" {
+		t.Errorf("outdir/sub/b.txt = %q", b)
+	}
+	if len(rep.got.Artifacts) != 3 || rep.got.Artifacts[0].S3 == nil || rep.got.Artifacts[0].S3.Key != "wf/pod/dir.tgz" || rep.got.Artifacts[0].S3.Bucket != "b" {
+		t.Errorf("reported artifacts %+v", rep.got.Artifacts)
+	}
+}
+
+func TestWaitArtifactsNeedRepository(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "a", Path: "/work/a"}}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl}, &executortest.Fake{}, nil, &recorder{}, testLog())
+	err := we.Wait(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "output artifacts a need an artifact repository: set artifactRepository.s3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWaitLegacySidecarsAreKilled(t *testing.T) {
+	var killed []string
+	fake := &executortest.Fake{
+		ListContainerNamesFunc: func(context.Context) ([]string, error) {
+			return []string{"init", "main", "wait", "sidecar-b", "sidecar-a"}, nil
+		},
+		KillFunc: func(_ context.Context, names []string, _ time.Duration) error {
+			killed = names
+			return fmt.Errorf("container %q: %w", "sidecar-b", executor.ErrPID1Survived)
+		},
+	}
+	tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
+	err := we.Wait(context.Background())
+	if strings.Join(killed, ",") != "sidecar-a,sidecar-b" {
+		t.Errorf("killed %v", killed)
+	}
+	if !errors.Is(err, executor.ErrPID1Survived) || !strings.Contains(err.Error(), `stop sidecars: container "sidecar-b"`) {
+		t.Errorf("err = %v; want the survivor reported by name", err)
+	}
+}
+
+func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
+	deadline := int64(1)
+	tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}, ActiveDeadlineSeconds: &deadline}
+	var killedMain bool
+	fake := &executortest.Fake{
+		WaitFunc: func(ctx context.Context, _ []string) error { <-ctx.Done(); return ctx.Err() },
+		KillFunc: func(ctx context.Context, names []string, _ time.Duration) error {
+			killedMain = len(names) == 1 && names[0] == "main" && ctx.Err() == nil
+			return nil
+		},
+		GetExitCodeFunc: exitCode(143),
+	}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl}, fake, nil, rep, testLog())
+	err := we.Wait(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "main exceeded the template's activeDeadlineSeconds (1s)") {
+		t.Fatalf("err = %v", err)
+	}
+	if !killedMain {
+		t.Error("main was not killed with a live context")
+	}
+	if rep.got == nil || *rep.got.ExitCode != 143 {
+		t.Errorf("outputs not saved after the deadline: %+v", rep.got)
+	}
+}
+
+func TestWaitInterruptedStillReports(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	fake := &executortest.Fake{
+		WaitFunc:        func(ctx context.Context, _ []string) error { cancel(); <-ctx.Done(); return ctx.Err() },
+		GetExitCodeFunc: exitCode(0),
+	}
+	rep := &recorder{}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}}, fake, nil, rep, testLog())
+	err := we.Wait(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("err = %v", err)
+	}
+	if rep.got == nil {
+		t.Error("nothing reported after interruption")
+	}
+}
+
+func TestCheckOutputsBudget(t *testing.T) {
+	big := strings.Repeat("x", 300*1024)
+	out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "small", Value: wf.AnyStringPtr("1")}, {Name: "huge", Value: wf.AnyStringPtr(big)}}}
+	err := executor.CheckOutputsBudget(out, len(big)+100, 200*1024)
+	if err == nil || !strings.Contains(err.Error(), "the biggest is output parameter huge (307200 bytes)") || !strings.Contains(err.Error(), "output artifact") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := executor.CheckOutputsBudget(out, 10, 200*1024); err != nil {
+		t.Errorf("within budget: %v", err)
+	}
+}
+
+func tgzOf(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
+
+func TestInit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/plain":
+			if r.Header.Get("X-Token") != "t" {
+				http.Error(w, "no token", http.StatusForbidden)
+				return
+			}
+			io.WriteString(w, "plain body")
+		case "/broken":
+			http.Error(w, "backend down", http.StatusBadGateway)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	store := &memStore{objects: map[string][]byte{
+		"wf/p/file.tgz": tgzOf(t, map[string]string{"out.txt": "one file"}),
+		"wf/p/dir.tgz":  tgzOf(t, map[string]string{"d/a": "A", "d/b": "B"}),
+		"hostile.tgz":   tgzOf(t, map[string]string{"../../escape": "x"}),
+	}}
+	tmpl := scriptTemplate()
+	tmpl.Script.Source = strings.Repeat("# long script\n", 200*1024/14)
+	tmpl.Inputs.Artifacts = []wf.Artifact{
+		{Name: "raw", Path: "/in/raw", Raw: &wf.RawArtifact{Data: "raw data"}},
+		{Name: "file", Path: "/in/file", S3: &wf.S3Artifact{Key: "wf/p/file.tgz"}},
+		{Name: "dir", Path: "/in/dir", S3: &wf.S3Artifact{Key: "wf/p/dir.tgz"}},
+		{Name: "http", Path: "/in/http", HTTP: &wf.HTTPArtifact{URL: srv.URL + "/plain", Headers: []wf.Header{{Name: "X-Token", Value: "t"}}}},
+		{Name: "optional", Path: "/in/opt", Optional: true, S3: &wf.S3Artifact{Key: "nope"}},
+		{Name: "optional-http", Path: "/in/opt2", Optional: true, HTTP: &wf.HTTPArtifact{URL: srv.URL + "/missing"}},
+		{Name: "broken", Path: "/in/broken", HTTP: &wf.HTTPArtifact{URL: srv.URL + "/broken"}},
+		{Name: "hostile", Path: "/in/hostile", S3: &wf.S3Artifact{Key: "hostile.tgz"}},
+		{Name: "elsewhere", Path: "/in/e", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "other"}, Key: "k"}},
+	}
+	varRun, inputs := t.TempDir(), t.TempDir()
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, store, nil, testLog())
+	err := we.Init(context.Background())
+	for _, want := range []string{`input artifact "broken": http: GET ` + srv.URL + `/broken: 502 Bad Gateway: backend down`, `input artifact "hostile"`, "unsafe archive entry", `input artifact "elsewhere": s3://other/k`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "optional") {
+		t.Errorf("optional artifacts failed the step: %v", err)
+	}
+	check := func(rel, want string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(inputs, rel))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", rel, b, err, want)
+		}
+	}
+	check("raw", "raw data")
+	check("file", "one file")
+	check("dir/a", "A")
+	check("dir/b", "B")
+	check("http", "plain body")
+	b, err := os.ReadFile(filepath.Join(varRun, "staging", "script"))
+	if err != nil || string(b) != tmpl.Script.Source {
+		t.Errorf("staged script: %d bytes, %v; want the %d-byte source", len(b), err, len(tmpl.Script.Source))
+	}
+	if _, err := os.Stat(filepath.Join(inputs, "..", "escape")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("hostile archive wrote outside: %v", err)
+	}
+}
