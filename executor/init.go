@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
 	"github.com/argoexec/argoexec/pkg/artifacts"
-	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // Init is `argoexec init`: it stages a script template's source where main

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argoexec/argoexec/pkg/archive"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/archive"
 )
 
 // ErrOutputMissing is wrapped by errors for an output parameter or artifact

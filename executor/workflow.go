@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/argoexec/argoexec/pkg/artifacts"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
 )
 
 // ArtifactStore is where wait uploads output artifacts and init downloads

@@ -24,9 +24,9 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
 	"github.com/argoexec/argoexec/pkg/artifacts"
-	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 func testLog() *logrus.Entry {
@@ -116,7 +116,9 @@ func exitCode(code int) func(context.Context, string) (int, error) {
 }
 
 func logStream(s string) func(context.Context, string, bool) (io.ReadCloser, error) {
-	return func(context.Context, string, bool) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }
+	return func(context.Context, string, bool) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(s)), nil
+	}
 }
 
 func TestWaitCollectsAndReports(t *testing.T) {
