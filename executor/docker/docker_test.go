@@ -544,10 +544,14 @@ func TestWait(t *testing.T) {
 			words:   []string{"ghost", testNS + "/" + testPod, "not found within 300ms", LabelPodUID + "=" + testUID, LabelContainerName + "=ghost", "k8sapi", "kubelet"},
 			targets: []error{ErrContainerNotFound}, maxTime: 3 * time.Second},
 		{name: "ctx cancelled while running", names: []string{"wait"},
-			ctx:   func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 300*time.Millisecond) },
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 300*time.Millisecond)
+			},
 			words: []string{"wait"}, targets: []error{context.DeadlineExceeded}, maxTime: 3 * time.Second},
 		{name: "ctx cancelled while finding", names: []string{"ghost"},
-			ctx:   func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 300*time.Millisecond) },
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 300*time.Millisecond)
+			},
 			words: []string{"ghost"}, targets: []error{context.DeadlineExceeded}, maxTime: 3 * time.Second},
 	}
 	for _, tt := range tests {
