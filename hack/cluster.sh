@@ -1,0 +1,693 @@
+#!/usr/bin/env bash
+# hack/cluster.sh — a real single-node Kubernetes v1.37.2 (containerd), a Docker engine and an
+# S3 server (versitygw) on this machine, for the e2e tier. Run as root.
+#
+#   hack/cluster.sh up     [component]   start everything (idempotent; recovers from a SIGKILLed run)
+#   hack/cluster.sh down   [component]   stop everything: no process, mount or netns left behind
+#   hack/cluster.sh status               each component, and node readiness
+#   hack/cluster.sh reset                down, then wipe all state (keeps the binary cache)
+#   hack/cluster.sh env                  print the export lines for the cluster
+#
+# components: containerd etcd apiserver controller-manager scheduler kubelet dockerd s3
+# Env: ARGOEXEC_CACHE (default /var/cache/argoexec: binaries, build caches)
+#      ARGOEXEC_STATE (default /var/lib/argoexec-testbed: PKI, logs, pids, etcd, data)
+# See hack/TESTBED.md.
+set -euo pipefail
+# shellcheck source=hack/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+COMPONENTS=(containerd etcd apiserver controller-manager scheduler kubelet dockerd s3)
+S3_ACCESS_KEY=argoexec-e2e
+S3_SECRET_KEY=argoexec-e2e-secret-key
+APT_PACKAGES=(containerd runc containernetworking-plugins iptables iproute2 openssl
+              busybox-static docker.io gcc libc6-dev curl ca-certificates)
+
+[ "$(id -u)" = 0 ] || die "run as root"
+
+# ---------------------------------------------------------------- packages and binaries
+
+ensure_packages() {
+  local missing=() p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  # keep package postinst scripts from starting daemons
+  local prc=/usr/sbin/policy-rc.d had_prc=0
+  [ -e $prc ] && had_prc=1 && cp -a $prc $prc.argoexec-saved
+  printf '#!/bin/sh\nexit 101\n' > $prc && chmod +x $prc
+  local rc=0
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-upgrade --no-install-recommends "${missing[@]}" ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-upgrade --no-install-recommends "${missing[@]}"; }
+  } >"$LOGS/apt.log" 2>&1 || rc=$?
+  if [ $had_prc = 1 ]; then mv -f $prc.argoexec-saved $prc; else rm -f $prc; fi
+  [ $rc = 0 ] || { tail -30 "$LOGS/apt.log" >&2; die "apt-get install failed (log: $LOGS/apt.log)"; }
+}
+
+ensure_binaries() {
+  "$HACK_DIR/lib/build.sh" k8s
+  "$HACK_DIR/lib/build.sh" etcd
+  "$HACK_DIR/lib/build.sh" versitygw
+}
+
+# ---------------------------------------------------------------- process bookkeeping
+
+exe_of() {
+  case $1 in
+    containerd) echo /usr/bin/containerd ;;
+    etcd) echo "$BIN/etcd" ;;
+    apiserver) echo "$BIN/kube-apiserver" ;;
+    controller-manager) echo "$BIN/kube-controller-manager" ;;
+    scheduler) echo "$BIN/kube-scheduler" ;;
+    kubelet) echo "$BIN/kubelet" ;;
+    dockerd) echo /usr/sbin/dockerd ;;
+    s3) echo "$BIN/versitygw" ;;
+    *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
+  esac
+}
+
+# pids_of_exe EXE: every live process running that exact binary (also "(deleted)" after a rebuild).
+pids_of_exe() {
+  local exe=$1 p e
+  for p in /proc/[0-9]*; do
+    e=$(readlink "$p/exe" 2>/dev/null) || continue
+    [ "$e" = "$exe" ] || [ "$e" = "$exe (deleted)" ] || continue
+    # skip threads/zombies: /proc/N/exe is only readable for live processes
+    echo "${p#/proc/}"
+  done
+}
+
+# pid_of NAME: the live pid of the component, or nothing. Stale PID files are removed.
+pid_of() {
+  local name=$1 f=$RUN/$1.pid pid exe
+  exe=$(exe_of "$name")
+  if [ -f "$f" ]; then
+    pid=$(cat "$f" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
+      local e; e=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+      if [ "$e" = "$exe" ] || [ "$e" = "$exe (deleted)" ]; then echo "$pid"; return 0; fi
+    fi
+    rm -f "$f"
+  fi
+  # no valid PID file: adopt a lone process running our binary (e.g. PID file lost)
+  local pids; pids=$(pids_of_exe "$exe")
+  if [ -n "$pids" ] && [ "$(echo "$pids" | wc -l)" = 1 ]; then
+    echo "$pids" > "$f"; echo "$pids"; return 0
+  fi
+  return 0
+}
+
+running() { [ -n "$(pid_of "$1")" ]; }
+
+kill_and_wait() { # SIGNAL TIMEOUT_S PIDS...
+  local sig=$1 timeout=$2; shift 2
+  [ $# -gt 0 ] || return 0
+  kill "-$sig" "$@" 2>/dev/null || true
+  local deadline=$(( $(now_ms) + timeout * 1000 )) p alive
+  while :; do
+    alive=()
+    for p in "$@"; do [ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && alive+=("$p"); done
+    [ ${#alive[@]} -eq 0 ] && return 0
+    (( $(now_ms) > deadline )) && return 1
+    sleep 0.1
+  done
+}
+
+stop_component() {
+  local name=$1 exe pids
+  exe=$(exe_of "$name")
+  pids=$( { pid_of "$name"; pids_of_exe "$exe"; } | sort -u)
+  if [ -z "$pids" ]; then rm -f "$RUN/$name.pid"; return 0; fi
+  log "stopping $name (pid $(echo $pids))"
+  # shellcheck disable=SC2086
+  kill_and_wait TERM 15 $pids || { log "$name did not exit on SIGTERM; SIGKILL"; kill_and_wait KILL 5 $pids || true; }
+  rm -f "$RUN/$name.pid"
+}
+
+known_fix() {
+  local logf=$1
+  grep -q "final child's PID from pipe" "$logf" && echo "fix: containerd CRI needs restrict_oom_score_adj = true (root lacks CAP_SYS_RESOURCE)"
+  grep -qi "address already in use" "$logf" && echo "fix: a port is taken; see 'ss -ltnp' and stop the other process (or hack/cluster.sh down)"
+  grep -qi "cgroup v1" "$logf" && echo "fix: kubelet config needs failCgroupV1: false and cgroupDriver: cgroupfs"
+  grep -qiE "wal|snap|bootstrapped|corrupt|raft" "$logf" && [[ $logf == *etcd* ]] && echo "fix: etcd data looks damaged: hack/cluster.sh reset (or rm -rf $STATE/etcd)"
+  grep -qi "x509" "$logf" && echo "fix: certificates mismatch: rm -rf $PKI and run hack/cluster.sh up again"
+  grep -qi "no such file or directory" "$logf" && grep -qi "sock" "$logf" && echo "fix: a socket is missing: is containerd up? hack/cluster.sh up containerd"
+  grep -qi "is loopback" "$logf" && echo "fix: node IP must not be loopback: the bridge cni0 with $NODE_IP must exist (hack/cluster.sh up)"
+  return 0
+}
+
+fail_start() {
+  local name=$1 logf=$LOGS/$1.log
+  log "$name failed to start; last 30 lines of $logf:"
+  tail -n 30 "$logf" >&2 || true
+  known_fix "$logf" >&2
+  exit 1
+}
+
+# spawn NAME CMD...: start a daemon in its own session, log to $LOGS/NAME.log, pid to $RUN/NAME.pid
+spawn() {
+  local name=$1; shift
+  local logf=$LOGS/$name.log
+  [ -f "$logf" ] && [ "$(stat -c %s "$logf")" -gt 52428800 ] && mv -f "$logf" "$logf.1"
+  printf '\n==== %s start: %s\n' "$(date -Is)" "$*" >> "$logf"
+  setsid "$@" >>"$logf" 2>&1 </dev/null &
+  echo $! > "$RUN/$name.pid"
+}
+
+# await NAME TIMEOUT CHECK...: wait for CHECK; fail with the log if the daemon dies or times out.
+await() {
+  local name=$1 timeout=$2; shift 2
+  local deadline=$(( $(now_ms) + timeout * 1000 )) pid
+  pid=$(cat "$RUN/$name.pid")
+  until "$@" >/dev/null 2>&1; do
+    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || { log "$name exited"; return 1; }
+    (( $(now_ms) > deadline )) && { log "$name not healthy after ${timeout}s"; return 1; }
+    sleep 0.1
+  done
+}
+
+# ---------------------------------------------------------------- mounts, netns, shims
+
+# mounts_under PREFIX...: mount points at or below the prefixes, deepest first.
+mounts_under() {
+  local m p
+  awk '{print $5}' /proc/self/mountinfo | while read -r m; do
+    m=$(printf '%b' "$m")
+    for p in "$@"; do
+      if [ "$m" = "$p" ] || [[ $m == "$p"/* ]]; then echo "$m"; fi
+    done
+  done | sort -u | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-
+}
+
+unmount_under() {
+  local m
+  while read -r m; do
+    [ -n "$m" ] && umount -l "$m" 2>/dev/null || true
+  done < <(mounts_under "$@")
+}
+
+shim_pids() {
+  local p cmd
+  for p in /proc/[0-9]*; do
+    cmd=$(tr '\0' ' ' 2>/dev/null < "$p/cmdline") || continue
+    case $cmd in
+      *containerd-shim*"-address $CONTAINERD_SOCK"*) echo "${p#/proc/}" ;;
+    esac
+  done
+}
+
+descendants() { # PID...: all descendants of the given pids
+  local -A parent=() ; local p pp
+  for p in /proc/[0-9]*; do
+    pp=$(awk '{print $4}' "$p/stat" 2>/dev/null) || continue
+    parent[${p#/proc/}]=$pp
+  done
+  local frontier=("$@") next out=()
+  while [ ${#frontier[@]} -gt 0 ]; do
+    next=()
+    for p in "${!parent[@]}"; do
+      for pp in "${frontier[@]}"; do
+        if [ "${parent[$p]}" = "$pp" ]; then next+=("$p"); out+=("$p"); fi
+      done
+    done
+    frontier=("${next[@]}")
+  done
+  echo "${out[@]}"
+}
+
+# kill every container process and shim of our containerd (pods and docker containers).
+kill_shims() {
+  local shims kids
+  shims=$(shim_pids | tr '\n' ' ')
+  [ -n "${shims// /}" ] || return 0
+  # shellcheck disable=SC2086
+  kids=$(descendants $shims)
+  log "killing $(echo $shims | wc -w) containerd shim(s) and $(echo $kids | wc -w) container process(es)"
+  # shellcheck disable=SC2086
+  [ -n "$kids" ] && kill_and_wait KILL 5 $kids || true
+  # shellcheck disable=SC2086
+  kill_and_wait KILL 5 $shims || true
+}
+
+cleanup_netns() {
+  local f
+  for f in /run/netns/* /run/docker/netns/*; do
+    [ -e "$f" ] || continue
+    umount -l "$f" 2>/dev/null || true
+    rm -f "$f" 2>/dev/null || true
+  done
+}
+
+# node_cleanup: what a node reboot would clear. Only when neither containerd nor kubelet runs.
+node_cleanup() {
+  kill_shims
+  unmount_under /run/containerd "$KUBELET_ROOT" "$STATE/docker" /run/docker "$STATE/containerd"
+  cleanup_netns
+  rm -rf /run/containerd/io.containerd.runtime.v2.task /run/containerd/io.containerd.grpc.v1.cri \
+         /run/containerd/runc /run/docker/containerd /run/docker/netns 2>/dev/null || true
+  rm -rf "$STATE/cni/ipam"
+  # pod volume dirs are recreated by the kubelet from the API; stale ones only confuse it
+  rm -rf "$KUBELET_ROOT/pods" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- network
+
+network_up() {
+  ip link show cni0 >/dev/null 2>&1 || ip link add cni0 type bridge
+  ip -4 addr show dev cni0 | grep -q "inet $NODE_IP/16" || ip addr add "$NODE_IP/16" dev cni0
+  ip link set cni0 up
+  mkdir -p /run/netns
+  mountpoint -q /run/netns || mount --bind /run/netns /run/netns
+  mount --make-shared /run/netns
+  local chain rule
+  for chain in PREROUTING OUTPUT; do
+    rule=(-d "$KUBERNETES_SVC_IP/32" -p tcp --dport 443 -m comment --comment argoexec-testbed
+          -j DNAT --to-destination "$NODE_IP:$APISERVER_PORT")
+    iptables -t nat -C "$chain" "${rule[@]}" 2>/dev/null || iptables -t nat -A "$chain" "${rule[@]}"
+  done
+}
+
+network_down() {
+  local chain rule
+  for chain in PREROUTING OUTPUT; do
+    rule=(-d "$KUBERNETES_SVC_IP/32" -p tcp --dport 443 -m comment --comment argoexec-testbed
+          -j DNAT --to-destination "$NODE_IP:$APISERVER_PORT")
+    while iptables -t nat -D "$chain" "${rule[@]}" 2>/dev/null; do :; done
+  done
+  cleanup_netns
+  if mountpoint -q /run/netns; then umount -l /run/netns 2>/dev/null || true; fi
+  ip link del cni0 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- PKI
+
+# cert NAME CN O KIND(server|client) [SAN]: key+cert signed by the cluster CA (skips if present)
+cert() {
+  local name=$1 cn=$2 o=$3 kind=$4 san=${5:-}
+  [ -s "$PKI/$name.crt" ] && [ -s "$PKI/$name.key" ] && return 0
+  local subj="/CN=$cn" ext tmp
+  [ -n "$o" ] && subj="/O=$o$subj"
+  tmp=$(mktemp -d)
+  ext="basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment"
+  if [ "$kind" = server ]; then ext+=$'\n'"extendedKeyUsage=serverAuth"; else ext+=$'\n'"extendedKeyUsage=clientAuth"; fi
+  [ -n "$san" ] && ext+=$'\n'"subjectAltName=$san"
+  printf '%s\n' "$ext" > "$tmp/ext"
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$tmp/k" -subj "$subj" -out "$tmp/csr" 2>/dev/null
+  openssl x509 -req -in "$tmp/csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$tmp/ext" -out "$tmp/c" 2>/dev/null
+  chmod 600 "$tmp/k"
+  mv -f "$tmp/k" "$PKI/$name.key"; mv -f "$tmp/c" "$PKI/$name.crt"
+  rm -rf "$tmp"
+}
+
+kubeconfig() { # FILE CERTNAME
+  local f=$1 c=$2 tmp
+  [ -s "$f" ] && return 0
+  tmp=$(mktemp "$f.XXXX")
+  cat > "$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: argoexec-testbed
+  cluster:
+    server: https://$NODE_IP:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 < "$PKI/ca.crt")
+users:
+- name: $c
+  user:
+    client-certificate-data: $(base64 -w0 < "$PKI/$c.crt")
+    client-key-data: $(base64 -w0 < "$PKI/$c.key")
+contexts:
+- name: argoexec-testbed
+  context: {cluster: argoexec-testbed, user: $c}
+current-context: argoexec-testbed
+EOF
+  chmod 600 "$tmp"; mv -f "$tmp" "$f"
+}
+
+ensure_pki() {
+  mkdir -p "$PKI"
+  # a CA without its key (or the reverse) is a half-written PKI: start over
+  if [ ! -s "$PKI/ca.crt" ] || [ ! -s "$PKI/ca.key" ]; then
+    rm -rf "$PKI" "$STATE"/*.kubeconfig; mkdir -p "$PKI"
+    log "generating PKI in $PKI"
+    local tmp; tmp=$(mktemp -d)
+    openssl req -x509 -new -nodes -newkey rsa:2048 -keyout "$tmp/ca.key" -out "$tmp/ca.crt" \
+      -days 3650 -sha256 -subj "/CN=argoexec-testbed-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+    mv -f "$tmp/ca.key" "$PKI/ca.key"; mv -f "$tmp/ca.crt" "$PKI/ca.crt"; rm -rf "$tmp"
+  fi
+  if [ ! -s "$PKI/sa.key" ] || [ ! -s "$PKI/sa.pub" ]; then
+    openssl genrsa -out "$PKI/sa.key.tmp" 2048 2>/dev/null
+    openssl rsa -in "$PKI/sa.key.tmp" -pubout -out "$PKI/sa.pub" 2>/dev/null
+    mv -f "$PKI/sa.key.tmp" "$PKI/sa.key"
+  fi
+  cert apiserver kube-apiserver "" server \
+    "IP:$NODE_IP,IP:127.0.0.1,IP:$KUBERNETES_SVC_IP,DNS:localhost,DNS:$NODE_NAME,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters client
+  cert kubelet-serving "$NODE_NAME" "" server "IP:127.0.0.1,IP:$NODE_IP,DNS:$NODE_NAME,DNS:localhost"
+  cert kubelet "system:node:$NODE_NAME" system:nodes client
+  cert admin kubernetes-admin system:masters client
+  cert controller-manager system:kube-controller-manager "" client
+  cert scheduler system:kube-scheduler "" client
+  kubeconfig "$ADMIN_KUBECONFIG" admin
+  kubeconfig "$STATE/kubelet.kubeconfig" kubelet
+  kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
+  kubeconfig "$STATE/scheduler.kubeconfig" scheduler
+}
+
+# ---------------------------------------------------------------- components
+
+start_containerd() {
+  running containerd && return 0
+  if ! running kubelet; then node_cleanup; fi
+  network_up
+  mkdir -p "$STATE/containerd/root" "$STATE/cni/net.d" "$STATE/cni/ipam"
+  cat > "$STATE/cni/net.d/10-argoexec.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "argoexec",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "cni0",
+    "isGateway": true,
+    "isDefaultGateway": false,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "dataDir": "$STATE/cni/ipam",
+      "ranges": [[{"subnet": "$POD_CIDR", "rangeStart": "10.88.1.0", "gateway": "$NODE_IP"}]],
+      "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_IP"}]
+    }
+  }]
+}
+EOF
+  cat > "$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$STATE/containerd/root"
+state = "/run/containerd"
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+EOF
+  log "starting containerd"
+  spawn containerd /usr/bin/containerd --config "$STATE/containerd/config.toml"
+  await containerd 30 ctr --address "$CONTAINERD_SOCK" version || fail_start containerd
+  # the sandbox (pause) image must be present before the kubelet creates a pod
+  "$HACK_DIR/images.sh" --to containerd pause busybox >&2 || die "importing base images into containerd failed"
+}
+
+etcd_healthy() { curl -sf --max-time 2 http://127.0.0.1:2379/health | grep -q '"health":"true"'; }
+
+start_etcd() {
+  running etcd && return 0
+  local try
+  for try in 1 2; do
+    mkdir -p "$STATE/etcd"; chmod 700 "$STATE/etcd"
+    log "starting etcd"
+    spawn etcd "$BIN/etcd" --name default --data-dir "$STATE/etcd/data" \
+      --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+      --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+      --initial-cluster default=http://127.0.0.1:2380 --initial-cluster-state new \
+      --listen-metrics-urls http://127.0.0.1:2381 --log-level warn --quota-backend-bytes 2147483648
+    if await etcd 30 etcd_healthy; then return 0; fi
+    [ $try = 2 ] && fail_start etcd
+    # a half-written or damaged data dir (e.g. SIGKILL during the first start): keep it aside, start fresh
+    stop_component etcd
+    local aside
+    aside="$STATE/etcd/data.broken.$(date +%s)"
+    log "etcd did not become healthy; moving its data to $aside and starting fresh"
+    tail -n 10 "$LOGS/etcd.log" >&2 || true
+    [ -d "$STATE/etcd/data" ] && mv "$STATE/etcd/data" "$aside"
+    # keep only the newest broken copy
+    find "$STATE/etcd" -maxdepth 1 -name 'data.broken.*' ! -path "$aside" -exec rm -rf {} + 2>/dev/null || true
+  done
+}
+
+apiserver_ready() {
+  curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+    "https://$NODE_IP:$APISERVER_PORT/readyz" | grep -q ok
+}
+
+start_apiserver() {
+  running apiserver && return 0
+  log "starting kube-apiserver"
+  spawn apiserver "$BIN/kube-apiserver" \
+    --etcd-servers http://127.0.0.1:2379 \
+    --bind-address "$NODE_IP" --secure-port "$APISERVER_PORT" --advertise-address "$NODE_IP" \
+    --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+    --client-ca-file "$PKI/ca.crt" \
+    --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$PKI/ca.crt" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --allow-privileged=true --profiling=false --v=1
+  await apiserver 90 apiserver_ready || fail_start apiserver
+}
+
+local_healthz() { curl -skf --max-time 2 "https://127.0.0.1:$1/healthz" | grep -q ok; }
+
+start_controller_manager() {
+  running controller-manager && return 0
+  log "starting kube-controller-manager"
+  local kc=$STATE/controller-manager.kubeconfig
+  spawn controller-manager "$BIN/kube-controller-manager" \
+    --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+    --bind-address 127.0.0.1 --leader-elect=false \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --use-service-account-credentials=true \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --profiling=false --v=1
+  await controller-manager 60 local_healthz 10257 || fail_start controller-manager
+}
+
+start_scheduler() {
+  running scheduler && return 0
+  log "starting kube-scheduler"
+  local kc=$STATE/scheduler.kubeconfig
+  spawn scheduler "$BIN/kube-scheduler" \
+    --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+    --bind-address 127.0.0.1 --leader-elect=false --profiling=false --v=1
+  await scheduler 60 local_healthz 10259 || fail_start scheduler
+}
+
+# node_ready_since EPOCH: the node is Ready with a heartbeat from this kubelet run (not a stale status)
+node_ready_since() {
+  local since=$1 out st hb
+  out=$(kubectl --kubeconfig "$ADMIN_KUBECONFIG" get node "$NODE_NAME" \
+    -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}' 2>/dev/null) || return 1
+  st=${out%% *}; hb=${out#* }
+  [ "$st" = True ] || return 1
+  [ "$(date -d "$hb" +%s)" -ge "$since" ]
+}
+
+start_kubelet() {
+  running kubelet && return 0
+  running containerd || die "kubelet needs containerd: hack/cluster.sh up containerd"
+  mkdir -p "$KUBELET_ROOT"
+  cat > "$STATE/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+address: 0.0.0.0
+port: $KUBELET_PORT
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true, cacheTTL: 30s}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 30s, cacheUnauthorizedTTL: 5s}
+tlsCertFile: $PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving.key
+rotateCertificates: false
+serverTLSBootstrap: false
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+maxPods: 110
+serializeImagePulls: false
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+EOF
+  log "starting kubelet"
+  UP_KUBELET_T0=$(date +%s)
+  spawn kubelet "$BIN/kubelet" --config "$STATE/kubelet-config.yaml" \
+    --kubeconfig "$STATE/kubelet.kubeconfig" --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" \
+    --root-dir "$KUBELET_ROOT" --v=1
+  await kubelet 60 curl -sf --max-time 2 http://127.0.0.1:10248/healthz || fail_start kubelet
+  await kubelet 90 node_ready_since "$UP_KUBELET_T0" || { kubectl --kubeconfig "$ADMIN_KUBECONFIG" describe node "$NODE_NAME" >&2 || true; fail_start kubelet; }
+}
+
+docker_ping() { curl -sf --max-time 2 --unix-socket "$DOCKER_SOCK" http://docker/_ping | grep -q OK; }
+
+start_dockerd() {
+  running dockerd && return 0
+  running containerd || die "dockerd shares containerd: hack/cluster.sh up containerd"
+  if ! running kubelet && [ -z "$(shim_pids)" ]; then unmount_under "$STATE/docker" /run/docker; cleanup_netns; fi
+  rm -f /var/run/docker.pid "$DOCKER_SOCK"
+  mkdir -p "$STATE/docker"
+  log "starting dockerd"
+  spawn dockerd /usr/sbin/dockerd --host "unix://$DOCKER_SOCK" --data-root "$STATE/docker" \
+    --exec-root /run/docker --pidfile /run/docker.pid \
+    --containerd "$CONTAINERD_SOCK" --containerd-namespace moby --containerd-plugins-namespace moby-plugins \
+    --bridge none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false --userland-proxy=false \
+    --exec-opt native.cgroupdriver=cgroupfs --storage-driver overlay2 --shutdown-timeout 2 \
+    --log-level warn
+  await dockerd 60 docker_ping || fail_start dockerd
+}
+
+s3_up() { curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$NODE_IP:$S3_PORT/" | grep -qv '^000$'; }
+
+start_s3() {
+  running s3 && return 0
+  ip -4 addr show dev cni0 2>/dev/null | grep -q "inet $NODE_IP/" || network_up
+  mkdir -p "$STATE/s3/data"
+  cat > "$STATE/s3.env" <<EOF
+ARGOEXEC_E2E_S3_ENDPOINT=http://$NODE_IP:$S3_PORT
+ARGOEXEC_E2E_S3_ACCESS_KEY=$S3_ACCESS_KEY
+ARGOEXEC_E2E_S3_SECRET_KEY=$S3_SECRET_KEY
+ARGOEXEC_E2E_S3_REGION=us-east-1
+EOF
+  log "starting versitygw (S3, posix backend)"
+  ROOT_ACCESS_KEY_ID=$S3_ACCESS_KEY ROOT_SECRET_ACCESS_KEY=$S3_SECRET_KEY \
+  spawn s3 "$BIN/versitygw" --quiet --port "$NODE_IP:$S3_PORT" --region us-east-1 posix "$STATE/s3/data"
+  await s3 30 s3_up || fail_start s3
+}
+
+start() {
+  case $1 in
+    containerd) start_containerd ;;
+    etcd) start_etcd ;;
+    apiserver) start_apiserver ;;
+    controller-manager) start_controller_manager ;;
+    scheduler) start_scheduler ;;
+    kubelet) start_kubelet ;;
+    dockerd) start_dockerd ;;
+    s3) start_s3 ;;
+    *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
+  esac
+}
+
+print_env() {
+  cat <<EOF
+export KUBECONFIG=$ADMIN_KUBECONFIG
+export PATH=$BIN:\$PATH
+EOF
+}
+
+# ---------------------------------------------------------------- commands
+
+cmd_up() {
+  mkdir -p "$LOGS" "$RUN"
+  local t0; t0=$(now_ms)
+  if [ $# -gt 0 ]; then
+    ensure_pki
+    start "$1"
+    return 0
+  fi
+  ensure_packages
+  ensure_binaries
+  ensure_pki
+  local t1; t1=$(now_ms)
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    start "$c"
+    [ "$c" = kubelet ] && log "node $NODE_NAME Ready: $(( $(now_ms) - t1 )) ms after prerequisites (total $(( $(now_ms) - t0 )) ms)"
+  done
+  log "cluster up in $(( $(now_ms) - t0 )) ms"
+  print_env
+}
+
+cmd_down() {
+  mkdir -p "$LOGS" "$RUN"
+  if [ $# -gt 0 ]; then
+    exe_of "$1" >/dev/null
+    stop_component "$1"
+    return 0
+  fi
+  local t0; t0=$(now_ms)
+  stop_component s3
+  stop_component dockerd
+  stop_component kubelet
+  stop_component scheduler
+  stop_component controller-manager
+  kill_shims
+  stop_component containerd
+  stop_component apiserver
+  stop_component etcd
+  unmount_under /run/containerd "$KUBELET_ROOT" "$STATE/docker" /run/docker "$STATE/containerd"
+  network_down
+  rm -f /run/docker.pid
+  log "down in $(( $(now_ms) - t0 )) ms"
+}
+
+cmd_status() {
+  local c pid rss rc=0
+  for c in "${COMPONENTS[@]}"; do
+    pid=$(pid_of "$c" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+      rss=$(awk '/VmRSS/{printf "%d MiB", $2/1024}' "/proc/$pid/status" 2>/dev/null)
+      printf '%-20s running  pid %-8s rss %s\n' "$c" "$pid" "$rss"
+    else
+      printf '%-20s stopped\n' "$c"; rc=1
+    fi
+  done
+  printf '%-20s %s\n' shims "$(shim_pids | wc -l)"
+  local ready
+  ready=$(kubectl --kubeconfig "$ADMIN_KUBECONFIG" get node "$NODE_NAME" \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo unknown)
+  printf '%-20s %s\n' "node $NODE_NAME" "Ready=${ready:-unknown}"
+  [ "$ready" = True ] || rc=1
+  print_env
+  return $rc
+}
+
+cmd_reset() {
+  cmd_down
+  log "wiping $STATE, $KUBELET_ROOT"
+  unmount_under "$STATE" "$KUBELET_ROOT"
+  rm -rf "$STATE" "$KUBELET_ROOT" /run/containerd /run/docker
+}
+
+main() {
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  case $cmd in
+    up) cmd_up "$@" ;;
+    down) cmd_down "$@" ;;
+    status) cmd_status ;;
+    reset) cmd_reset ;;
+    env) print_env ;;
+    *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# hack/e2e.sh — the e2e tier: bring the testbed up (hack/cluster.sh up), build and import the
+# images (hack/images.sh), then run `go test -tags e2e ./test/e2e/...` against it.
+#
+#   hack/e2e.sh [go test flags...]      e.g. hack/e2e.sh -run Smoke
+#
+# The tests read these (exported here; defaults match hack/cluster.sh):
+#   ARGOEXEC_E2E_STATE          testbed state dir ($ARGOEXEC_STATE, /var/lib/argoexec-testbed)
+#   ARGOEXEC_E2E_KUBECONFIG     admin kubeconfig ($STATE/admin.kubeconfig)
+#   ARGOEXEC_E2E_CA_FILE        cluster CA; signs the kubelet serving cert ($STATE/pki/ca.crt)
+#   ARGOEXEC_E2E_NODE_NAME      the node's name (lower-cased hostname)
+#   ARGOEXEC_E2E_KUBELET_HOST   the node IP the kubelet serves on (10.88.0.1)
+#   ARGOEXEC_E2E_KUBELET_PORT   10250
+#   ARGOEXEC_E2E_DOCKER_SOCK    /var/run/docker.sock
+#   ARGOEXEC_E2E_S3_ENDPOINT    http://10.88.0.1:7070 (versitygw; reachable from pods)
+#   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
+#   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
+# ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
+set -euo pipefail
+# shellcheck source=hack/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+cd "$REPO_ROOT"
+
+t0=$(now_ms)
+if [ "${ARGOEXEC_E2E_SKIP_UP:-0}" != 1 ]; then
+  "$HACK_DIR/cluster.sh" up >/dev/null
+fi
+"$HACK_DIR/images.sh"
+log "testbed and images ready in $(( $(now_ms) - t0 )) ms"
+
+set -a
+# shellcheck disable=SC1091
+[ -f "$STATE/s3.env" ] && source "$STATE/s3.env"
+set +a
+export ARGOEXEC_E2E_STATE=${ARGOEXEC_E2E_STATE:-$STATE}
+export ARGOEXEC_E2E_KUBECONFIG=${ARGOEXEC_E2E_KUBECONFIG:-$ADMIN_KUBECONFIG}
+export ARGOEXEC_E2E_CA_FILE=${ARGOEXEC_E2E_CA_FILE:-$PKI/ca.crt}
+export ARGOEXEC_E2E_NODE_NAME=${ARGOEXEC_E2E_NODE_NAME:-$NODE_NAME}
+export ARGOEXEC_E2E_KUBELET_HOST=${ARGOEXEC_E2E_KUBELET_HOST:-$NODE_IP}
+export ARGOEXEC_E2E_KUBELET_PORT=${ARGOEXEC_E2E_KUBELET_PORT:-$KUBELET_PORT}
+export ARGOEXEC_E2E_DOCKER_SOCK=${ARGOEXEC_E2E_DOCKER_SOCK:-$DOCKER_SOCK}
+export ARGOEXEC_E2E_BUSYBOX_IMAGE=${ARGOEXEC_E2E_BUSYBOX_IMAGE:-busybox:local}
+export ARGOEXEC_E2E_EXECUTOR_IMAGE=${ARGOEXEC_E2E_EXECUTOR_IMAGE:-argoexec:dev}
+export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
+
+go test -tags e2e -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-20m}" "$@" ./test/e2e/...
