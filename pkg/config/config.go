@@ -1,0 +1,92 @@
+// Package config holds the controller's ConfigMap (workflow-controller-configmap,
+// key `config`): its types, defaults, validation, loading, and the choice of
+// container runtime executor for a workflow.
+package config
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// Where the configuration lives and its defaults.
+const (
+	// ConfigMapName is the ConfigMap the controller reads.
+	ConfigMapName = "workflow-controller-configmap"
+	// ConfigKey is the ConfigMap data key holding the YAML configuration.
+	ConfigKey = "config"
+	// DefaultExecutorImage is the argoexec image used when executor.image is unset.
+	DefaultExecutorImage = "argoexec:dev"
+	// DefaultKubeletPort is the kubelet's HTTPS port.
+	DefaultKubeletPort = 10250
+	// DefaultDockerSockPath is where the Docker Engine socket is on the node.
+	DefaultDockerSockPath = "/var/run/docker.sock"
+)
+
+// Config is the controller's configuration: which container runtime
+// executor each workflow pod uses and how the pod builder shapes the pod
+// for it. Zero fields are filled by SetDefaults.
+type Config struct {
+	// ContainerRuntimeExecutor is the backend used when no label or selector picks one.
+	ContainerRuntimeExecutor string `json:"containerRuntimeExecutor,omitempty"`
+	// ContainerRuntimeExecutors are tried in order; the first whose selector
+	// matches the workflow's labels picks the backend.
+	ContainerRuntimeExecutors []ExecutorSelector `json:"containerRuntimeExecutors,omitempty"`
+	// KubeletPort is the kubelet's HTTPS port (kubelet backend).
+	KubeletPort int `json:"kubeletPort,omitempty"`
+	// KubeletInsecure skips verification of the kubelet's serving certificate.
+	KubeletInsecure bool `json:"kubeletInsecure,omitempty"`
+	// KubeletCAFile is a CA bundle on the node that signs the kubelet's
+	// serving certificate; the pod builder mounts it read-only into wait
+	// (hostPath, type File) at the same path. Empty means the in-cluster
+	// service-account CA.
+	KubeletCAFile string `json:"kubeletCAFile,omitempty"`
+	// SidecarMode is native (sidecars as restartable init containers,
+	// stopped by the kubelet) or legacy (plain containers that wait kills).
+	SidecarMode string `json:"sidecarMode,omitempty"`
+	// DockerSockPath is the Docker Engine socket on the node (docker backend).
+	DockerSockPath string `json:"dockerSockPath,omitempty"`
+	// Executor is the container spec of init and wait: image, pull policy,
+	// resources, env, args (appended to `argoexec init|wait`), securityContext.
+	Executor corev1.Container `json:"executor,omitempty"`
+	// ArtifactRepository is where output artifacts are uploaded.
+	ArtifactRepository workflow.ArtifactRepository `json:"artifactRepository,omitempty"`
+}
+
+// ExecutorSelector picks backend Name for workflows whose labels match Selector.
+type ExecutorSelector struct {
+	// Name is the backend: docker, k8sapi or kubelet.
+	Name string `json:"name"`
+	// Selector is matched against the workflow's labels.
+	Selector metav1.LabelSelector `json:"selector"`
+}
+
+// Default returns the configuration of an empty ConfigMap.
+func Default() *Config {
+	c := &Config{}
+	c.SetDefaults()
+	return c
+}
+
+// SetDefaults fills every unset field with its default.
+func (c *Config) SetDefaults() {
+	if c.ContainerRuntimeExecutor == "" {
+		c.ContainerRuntimeExecutor = workflow.ExecutorK8sAPI
+	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = DefaultKubeletPort
+	}
+	if c.SidecarMode == "" {
+		c.SidecarMode = workflow.SidecarModeNative
+	}
+	if c.DockerSockPath == "" {
+		c.DockerSockPath = DefaultDockerSockPath
+	}
+	if c.Executor.Image == "" {
+		c.Executor.Image = DefaultExecutorImage
+	}
+	if s3 := c.ArtifactRepository.S3; s3 != nil && s3.KeyFormat == "" {
+		s3.KeyFormat = workflow.DefaultKeyFormat
+	}
+}

@@ -1,0 +1,280 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+func TestDefaults(t *testing.T) {
+	for _, in := range []string{"", "{}\n"} {
+		c, err := ParseConfig([]byte(in))
+		if err != nil {
+			t.Fatalf("ParseConfig(%q): %v", in, err)
+		}
+		want := &Config{
+			ContainerRuntimeExecutor: "k8sapi",
+			KubeletPort:              10250,
+			SidecarMode:              "native",
+			DockerSockPath:           "/var/run/docker.sock",
+			Executor:                 corev1.Container{Image: "argoexec:dev"},
+		}
+		if diff := cmp.Diff(want, c); diff != "" {
+			t.Errorf("defaults (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	c, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ContainerRuntimeExecutor != "kubelet" || c.KubeletPort != 10250 || c.KubeletCAFile != "/var/lib/kubelet/pki/kubelet.crt" {
+		t.Errorf("kubelet settings = %q %d %q", c.ContainerRuntimeExecutor, c.KubeletPort, c.KubeletCAFile)
+	}
+	if len(c.ContainerRuntimeExecutors) != 2 || c.ContainerRuntimeExecutors[1].Name != "k8sapi" {
+		t.Errorf("containerRuntimeExecutors = %+v", c.ContainerRuntimeExecutors)
+	}
+	if c.Executor.Image != "registry.local/argoexec:v1" || c.Executor.ImagePullPolicy != corev1.PullIfNotPresent ||
+		c.Executor.Resources.Limits.Memory().String() != "128Mi" || len(c.Executor.Args) != 1 {
+		t.Errorf("executor = %+v", c.Executor)
+	}
+	s3 := c.ArtifactRepository.S3
+	if s3 == nil || s3.Bucket != "artifacts" || s3.KeyFormat != workflow.DefaultKeyFormat || s3.AccessKeySecret.Key != "accesskey" {
+		t.Errorf("artifactRepository.s3 = %+v", s3)
+	}
+}
+
+func TestParseBareEqualsConfigMap(t *testing.T) {
+	fromCM, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := LoadFile(filepath.Join("testdata", "bare.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromCM, bare); diff != "" {
+		t.Errorf("bare config differs from ConfigMap (-cm +bare):\n%s", diff)
+	}
+}
+
+// TestBadInput feeds one bad key at a time and checks that the error names it.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string // every string must appear in the error
+	}{
+		{"misspelt executor", "containerRuntimeExecutor: dokcer\n",
+			[]string{`containerRuntimeExecutor: unknown executor "dokcer" (want docker, k8sapi or kubelet)`}},
+		{"port too big", "kubeletPort: 70000\n", []string{"kubeletPort: 70000 is not a port"}},
+		{"negative port", "kubeletPort: -1\n", []string{"kubeletPort: -1 is not a port"}},
+		{"port not a number", "kubeletPort: ten\n", []string{"kubeletPort"}},
+		{"insecure not a bool", "kubeletInsecure: maybe\n", []string{"kubeletInsecure"}},
+		{"unknown top-level key", "kubeletPrt: 10250\n", []string{`unknown field "kubeletPrt"`}},
+		{"unknown nested key", "executor:\n  imag: x\n", []string{`unknown field "executor.imag"`}},
+		{"duplicate key", "kubeletPort: 1\nkubeletPort: 2\n", []string{`"kubeletPort" already set`}},
+		{"sidecar mode", "sidecarMode: sidecar\n", []string{`sidecarMode: unknown mode "sidecar" (want native or legacy)`}},
+		{"relative docker socket", "dockerSockPath: docker.sock\n", []string{`dockerSockPath: "docker.sock" is not an absolute path`}},
+		{"relative kubelet CA", "kubeletCAFile: ca.crt\n", []string{`kubeletCAFile: "ca.crt" is not an absolute path`}},
+		{"insecure and CA", "kubeletInsecure: true\nkubeletCAFile: /ca.crt\n", []string{"kubeletInsecure: true contradicts kubeletCAFile"}},
+		{"selector backend", "containerRuntimeExecutors:\n- name: emissary\n  selector: {matchLabels: {a: b}}\n",
+			[]string{`containerRuntimeExecutors[0].name: unknown executor "emissary"`}},
+		{"selector without name", "containerRuntimeExecutors:\n- selector: {matchLabels: {a: b}}\n",
+			[]string{`containerRuntimeExecutors[0].name: unknown executor ""`}},
+		{"empty selector", "containerRuntimeExecutors:\n- name: docker\n  selector: {matchLabels: {a: b}}\n- name: kubelet\n  selector: {}\n",
+			[]string{"containerRuntimeExecutors[1].selector: empty selector"}},
+		{"bad selector operator", "containerRuntimeExecutors:\n- name: docker\n  selector:\n    matchExpressions: [{key: a, operator: Near, values: [b]}]\n",
+			[]string{"containerRuntimeExecutors[0].selector:", "Near"}},
+		{"bad selector label value", "containerRuntimeExecutors:\n- name: docker\n  selector: {matchLabels: {a: 'b c'}}\n",
+			[]string{"containerRuntimeExecutors[0].selector:"}},
+		{"unknown selector field", "containerRuntimeExecutors:\n- name: docker\n  selector: {matchLabel: {a: b}}\n",
+			[]string{`unknown field "containerRuntimeExecutors[0].selector.matchLabel"`}},
+		{"executor name", "executor:\n  name: argoexec\n", []string{`executor.name: "argoexec" is not allowed`}},
+		{"executor pull policy", "executor:\n  imagePullPolicy: Sometimes\n", []string{`executor.imagePullPolicy: unknown policy "Sometimes"`}},
+		{"executor reserved env", "executor:\n  env: [{name: FOO, value: x}, {name: ARGO_POD_NAME, value: x}]\n", []string{"executor.env[1].name: ARGO_POD_NAME is reserved"}},
+		{"executor volume mounts", "executor:\n  volumeMounts: [{name: x, mountPath: /x}]\n", []string{"executor.volumeMounts: not supported"}},
+		{"executor bad quantity", "executor:\n  resources: {limits: {memory: lots}}\n", []string{"executor: quantities must match"}},
+		{"s3 without bucket", "artifactRepository:\n  s3: {endpoint: minio:9000}\n", []string{"artifactRepository.s3.bucket: must be set"}},
+		{"s3 without endpoint", "artifactRepository:\n  s3: {bucket: b}\n", []string{"artifactRepository.s3.endpoint: must be set"}},
+		{"s3 endpoint with scheme", "artifactRepository:\n  s3: {bucket: b, endpoint: 'http://minio:9000'}\n", []string{"artifactRepository.s3.endpoint:", "without a scheme"}},
+		{"s3 secret without key", "artifactRepository:\n  s3: {bucket: b, endpoint: e, accessKeySecret: {name: s}, secretKeySecret: {name: s, key: k}}\n",
+			[]string{"artifactRepository.s3.accessKeySecret.key: must be set"}},
+		{"s3 one secret only", "artifactRepository:\n  s3: {bucket: b, endpoint: e, accessKeySecret: {name: s, key: k}}\n",
+			[]string{"artifactRepository.s3: set both accessKeySecret and secretKeySecret"}},
+		{"s3 key format variable", "artifactRepository:\n  s3: {bucket: b, endpoint: e, keyFormat: '{{workflow.uid}}/{{artifact.name}}'}\n",
+			[]string{"artifactRepository.s3.keyFormat: unknown variable workflow.uid"}},
+		{"unknown s3 field", "artifactRepository:\n  s3: {bucket: b, endpoint: e, bukket: c}\n", []string{`unknown field "artifactRepository.s3.bukket"`}},
+		{"two bad keys", "kubeletPort: 70000\nsidecarMode: x\n", []string{"kubeletPort: 70000", "sidecarMode: unknown mode"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.in))
+			if err == nil {
+				t.Fatalf("ParseConfig(%q) succeeded, want an error naming %q", tc.in, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseConfigMapErrors(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"wrong kind", "apiVersion: v1\nkind: Secret\n", "kind Secret"},
+		{"bad config key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap, namespace: argo}\ndata:\n  config: |\n    kubeletPort: 0x\n",
+			"ConfigMap argo/workflow-controller-configmap key config"},
+		{"unknown ConfigMap field", "apiVersion: v1\nkind: ConfigMap\ndta: {}\n", `unknown field "dta"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadFileMissing(t *testing.T) {
+	_, err := LoadFile(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Fatalf("LoadFile of a missing file: error = %v, want not-exist", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+func TestLoadLive(t *testing.T) {
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: "argo"},
+		Data:       map[string]string{ConfigKey: "containerRuntimeExecutor: docker\n"},
+	}
+	client := fake.NewClientset(cm, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "argo"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "argo"}, Data: map[string]string{ConfigKey: "sidecarMode: x\n"}})
+
+	c, err := Load(ctx, client, "argo", ConfigMapName)
+	if err != nil || c.ContainerRuntimeExecutor != "docker" || c.KubeletPort != DefaultKubeletPort {
+		t.Errorf("Load = %+v, %v; want docker with defaults", c, err)
+	}
+	if c, err := Load(ctx, client, "argo", "empty"); err != nil || !cmp.Equal(c, Default()) {
+		t.Errorf("Load of a ConfigMap without config key = %+v, %v; want defaults", c, err)
+	}
+	if _, err := Load(ctx, client, "argo", "bad"); err == nil || !strings.Contains(err.Error(), "argo/bad key config: validate config: sidecarMode") {
+		t.Errorf("Load of a bad ConfigMap: error = %v", err)
+	}
+	if _, err := Load(ctx, client, "argo", "missing"); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "argo/missing") {
+		t.Errorf("Load of a missing ConfigMap: error = %v, want NotFound naming it", err)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+containerRuntimeExecutor: k8sapi
+containerRuntimeExecutors:
+- name: docker
+  selector:
+    matchLabels: {runtime: docker}
+- name: kubelet
+  selector:
+    matchExpressions:
+    - {key: tier, operator: In, values: [fast, bulk]}
+- name: docker
+  selector:
+    matchExpressions:
+    - {key: tier, operator: Exists}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		want    string
+		wantErr string
+	}{
+		{"no labels: default", nil, "k8sapi", ""},
+		{"unrelated labels: default", map[string]string{"app": "x"}, "k8sapi", ""},
+		{"first selector", map[string]string{"runtime": "docker"}, "docker", ""},
+		{"second selector", map[string]string{"tier": "bulk"}, "kubelet", ""},
+		{"order decides", map[string]string{"runtime": "docker", "tier": "fast"}, "docker", ""},
+		{"third selector", map[string]string{"tier": "slow"}, "docker", ""},
+		{"label beats selectors", map[string]string{workflow.LabelContainerRuntimeExecutor: "k8sapi", "runtime": "docker"}, "k8sapi", ""},
+		{"label picks kubelet", map[string]string{workflow.LabelContainerRuntimeExecutor: "kubelet"}, "kubelet", ""},
+		{"bad label", map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}, "",
+			`label workflows.argoproj.io/container-runtime-executor: unknown executor "pns" (want docker, k8sapi or kubelet)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := cfg.Select(tc.labels)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Select error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Select = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestKeysComplete checks that Keys documents every field of Config and of
+// the S3 repository, so the README table generated from it is complete.
+func TestKeysComplete(t *testing.T) {
+	documented := map[string]bool{}
+	for _, k := range Keys() {
+		if k.Doc == "" {
+			t.Errorf("key %s has no doc", k.Key)
+		}
+		if documented[k.Key] {
+			t.Errorf("key %s listed twice", k.Key)
+		}
+		documented[k.Key] = true
+	}
+	var want []string
+	want = append(want, jsonNames("", reflect.TypeFor[Config]())...)
+	want = append(want, jsonNames("containerRuntimeExecutors[].", reflect.TypeFor[ExecutorSelector]())...)
+	want = append(want, jsonNames("artifactRepository.s3.", reflect.TypeFor[workflow.S3ArtifactRepository]())...)
+	for _, k := range want {
+		if !documented[k] && k != "artifactRepository" {
+			t.Errorf("Keys() does not document %s", k)
+		}
+	}
+}
+
+// jsonNames lists the JSON names of t's fields, descending into inlined structs.
+func jsonNames(prefix string, t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			names = append(names, jsonNames(prefix, f.Type)...)
+			continue
+		}
+		names = append(names, prefix+name)
+	}
+	return names
+}

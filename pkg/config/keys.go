@@ -1,0 +1,50 @@
+package config
+
+import (
+	"strconv"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// KeyDoc documents one key of the config YAML, for the README table and
+// the test that keeps that table in sync with the code.
+type KeyDoc struct {
+	// Key is the key's path, e.g. artifactRepository.s3.bucket.
+	Key string
+	// Default is the value used when the key is unset ("" if none).
+	Default string
+	// Doc says what the key is for, in one sentence.
+	Doc string
+}
+
+// Keys lists every key of the config YAML with its default and purpose.
+func Keys() []KeyDoc {
+	s3 := "artifactRepository.s3."
+	return []KeyDoc{
+		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, k8sapi or kubelet."},
+		{"containerRuntimeExecutors", "", "Ordered list of {name, selector}; the first selector matching the workflow's labels picks the backend. The workflow label " + workflow.LabelContainerRuntimeExecutor + " overrides it."},
+		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, k8sapi or kubelet."},
+		{"containerRuntimeExecutors[].selector", "", "Label selector (matchLabels, matchExpressions) matched against the workflow's labels; must not be empty."},
+		{"kubeletPort", strconv.Itoa(DefaultKubeletPort), "HTTPS port of the node's kubelet (kubelet backend)."},
+		{"kubeletInsecure", "false", "Skip verification of the kubelet's serving certificate (kubelet backend); excludes kubeletCAFile."},
+		{"kubeletCAFile", "", "Absolute path on the node of the CA bundle that signs the kubelet's serving certificate; mounted read-only into wait at the same path. Empty means the service-account CA."},
+		{"sidecarMode", workflow.SidecarModeNative, "native: user sidecars are init containers with restartPolicy Always, stopped by the kubelet (Kubernetes >= 1.29); legacy: plain containers that wait kills."},
+		{"dockerSockPath", DefaultDockerSockPath, "Docker Engine socket on the node, mounted read-only into wait only (docker backend)."},
+		{"executor", "", "Container spec of the init and wait containers (argoexec); the pod builder sets its name, volumeMounts and ARGO_* env."},
+		{"executor.image", DefaultExecutorImage, "argoexec image for init and wait."},
+		{"executor.imagePullPolicy", "", "Pull policy of the argoexec image: Always, IfNotPresent or Never (empty: the Kubernetes default)."},
+		{"executor.command", "argoexec", "Path of the argoexec binary in the image; init or wait is appended."},
+		{"executor.args", "", "Extra arguments appended to `argoexec init|wait`, e.g. --loglevel=debug."},
+		{"executor.env", "", "Extra environment variables for init and wait; names starting with ARGO_ are reserved."},
+		{"executor.resources", "", "Resource requests and limits of init and wait."},
+		{"executor.securityContext", "", "Security context of init and wait."},
+		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main."},
+		{s3 + "endpoint", "", "host[:port] of the S3 service (no scheme)."},
+		{s3 + "bucket", "", "Bucket that holds the artifacts."},
+		{s3 + "region", "", "Region of the bucket."},
+		{s3 + "insecure", "false", "Use plain HTTP to the endpoint."},
+		{s3 + "accessKeySecret", "", "{name, key} of the Secret holding the access key ID."},
+		{s3 + "secretKeySecret", "", "{name, key} of the Secret holding the secret access key."},
+		{s3 + "keyFormat", workflow.DefaultKeyFormat, "Object key of an output artifact; may refer to {{workflow.name}}, {{pod.name}}, {{pod.namespace}}, {{template.name}}, {{artifact.name}}."},
+	}
+}

@@ -1,0 +1,33 @@
+package config
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// Select picks the backend for a workflow with these labels: the label
+// workflows.argoproj.io/container-runtime-executor first (an unknown value
+// is an error), then the containerRuntimeExecutors selectors in order, then
+// containerRuntimeExecutor.
+func (c *Config) Select(workflowLabels map[string]string) (string, error) {
+	if name, ok := workflowLabels[workflow.LabelContainerRuntimeExecutor]; ok {
+		if err := checkExecutorName("label "+workflow.LabelContainerRuntimeExecutor, name); err != nil {
+			return "", fmt.Errorf("select executor: %w", err)
+		}
+		return name, nil
+	}
+	for i, s := range c.ContainerRuntimeExecutors {
+		sel, err := metav1.LabelSelectorAsSelector(&s.Selector)
+		if err != nil {
+			return "", fmt.Errorf("select executor: containerRuntimeExecutors[%d].selector: %w", i, err)
+		}
+		if !sel.Empty() && sel.Matches(labels.Set(workflowLabels)) {
+			return s.Name, nil
+		}
+	}
+	return c.ContainerRuntimeExecutor, nil
+}

@@ -1,0 +1,132 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// Validate checks every key and returns all problems joined, each naming
+// the key and the bad value, e.g. `kubeletPort: 70000 is not a port`.
+func (c *Config) Validate() error {
+	var errs []error
+	errs = append(errs, checkExecutorName("containerRuntimeExecutor", c.ContainerRuntimeExecutor))
+	for i, s := range c.ContainerRuntimeExecutors {
+		errs = append(errs, checkSelector(fmt.Sprintf("containerRuntimeExecutors[%d]", i), s)...)
+	}
+	if c.KubeletPort < 1 || c.KubeletPort > 65535 {
+		errs = append(errs, fmt.Errorf("kubeletPort: %d is not a port", c.KubeletPort))
+	}
+	errs = append(errs, checkKubeletTLS(c))
+	if !slices.Contains([]string{workflow.SidecarModeNative, workflow.SidecarModeLegacy}, c.SidecarMode) {
+		errs = append(errs, fmt.Errorf("sidecarMode: unknown mode %q (want %s or %s)", c.SidecarMode, workflow.SidecarModeNative, workflow.SidecarModeLegacy))
+	}
+	errs = append(errs, checkAbsPath("dockerSockPath", c.DockerSockPath))
+	errs = append(errs, checkExecutorSpec(&c.Executor)...)
+	errs = append(errs, checkS3(c.ArtifactRepository.S3)...)
+	return errors.Join(errs...)
+}
+
+func checkExecutorName(key, name string) error {
+	if slices.Contains(workflow.Executors(), name) {
+		return nil
+	}
+	return fmt.Errorf("%s: unknown executor %q (want %s)", key, name, wantExecutors())
+}
+
+// wantExecutors lists the backends as "docker, k8sapi or kubelet".
+func wantExecutors() string {
+	names := workflow.Executors()
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+func checkSelector(key string, s ExecutorSelector) []error {
+	errs := []error{checkExecutorName(key+".name", s.Name)}
+	if len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0 {
+		errs = append(errs, fmt.Errorf("%s.selector: empty selector matches every workflow; set containerRuntimeExecutor instead", key))
+	} else if _, err := metav1.LabelSelectorAsSelector(&s.Selector); err != nil {
+		errs = append(errs, fmt.Errorf("%s.selector: %w", key, err))
+	}
+	return errs
+}
+
+func checkKubeletTLS(c *Config) error {
+	if c.KubeletCAFile == "" {
+		return nil
+	}
+	if c.KubeletInsecure {
+		return fmt.Errorf("kubeletInsecure: true contradicts kubeletCAFile %q: set one or the other", c.KubeletCAFile)
+	}
+	return checkAbsPath("kubeletCAFile", c.KubeletCAFile)
+}
+
+func checkAbsPath(key, p string) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("%s: %q is not an absolute path", key, p)
+	}
+	return nil
+}
+
+func checkExecutorSpec(e *corev1.Container) []error {
+	var errs []error
+	if e.Name != "" {
+		errs = append(errs, fmt.Errorf("executor.name: %q is not allowed: the pod builder names the containers init and wait", e.Name))
+	}
+	switch e.ImagePullPolicy {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		errs = append(errs, fmt.Errorf("executor.imagePullPolicy: unknown policy %q (want Always, IfNotPresent or Never)", e.ImagePullPolicy))
+	}
+	for i, env := range e.Env {
+		if strings.HasPrefix(env.Name, "ARGO_") {
+			errs = append(errs, fmt.Errorf("executor.env[%d].name: %s is reserved: the pod builder sets ARGO_* variables from the other keys", i, env.Name))
+		}
+	}
+	if len(e.VolumeMounts) > 0 {
+		errs = append(errs, errors.New("executor.volumeMounts: not supported: the pod builder adds wait's volumes; for the kubelet CA set kubeletCAFile"))
+	}
+	return errs
+}
+
+func checkS3(s3 *workflow.S3ArtifactRepository) []error {
+	if s3 == nil {
+		return nil
+	}
+	const key = "artifactRepository.s3"
+	var errs []error
+	if s3.Endpoint == "" {
+		errs = append(errs, fmt.Errorf("%s.endpoint: must be set (host[:port])", key))
+	} else if strings.Contains(s3.Endpoint, "://") {
+		errs = append(errs, fmt.Errorf("%s.endpoint: %q must be host[:port] without a scheme; use insecure: true for plain HTTP", key, s3.Endpoint))
+	}
+	if s3.Bucket == "" {
+		errs = append(errs, fmt.Errorf("%s.bucket: must be set", key))
+	}
+	errs = append(errs, checkSecretRef(key+".accessKeySecret", s3.AccessKeySecret), checkSecretRef(key+".secretKeySecret", s3.SecretKeySecret))
+	if (s3.AccessKeySecret == nil) != (s3.SecretKeySecret == nil) {
+		errs = append(errs, fmt.Errorf("%s: set both accessKeySecret and secretKeySecret, or neither", key))
+	}
+	if unknown := workflow.UnknownKeyFormatVariables(s3.KeyFormat); len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("%s.keyFormat: unknown variable %s in %q (want %s)", key, strings.Join(unknown, ", "), s3.KeyFormat, strings.Join(workflow.KeyFormatVariables(), ", ")))
+	}
+	return errs
+}
+
+func checkSecretRef(key string, ref *corev1.SecretKeySelector) error {
+	switch {
+	case ref == nil:
+		return nil
+	case ref.Name == "":
+		return fmt.Errorf("%s.name: must be set", key)
+	case ref.Key == "":
+		return fmt.Errorf("%s.key: must be set", key)
+	}
+	return nil
+}
