@@ -138,3 +138,36 @@ const (
 // MaxAnnotationBytes is the API server's limit on all annotations of an
 // object together (256 KiB).
 const MaxAnnotationBytes = 256 * 1024
+
+// EnvDoc documents one environment variable of init and wait.
+type EnvDoc struct {
+	// Name is the variable's name.
+	Name string
+	// Who says which containers the pod builder sets it on.
+	Who string
+	// Doc says what it holds.
+	Doc string
+}
+
+// EnvVars documents every environment variable argoexec reads; the README's
+// table is generated from it and a test keeps the two in step.
+func EnvVars() []EnvDoc {
+	return []EnvDoc{
+		{EnvPodName, "init, wait", "Name of the workflow pod (downward API metadata.name)."},
+		{EnvPodNamespace, "init, wait", "Namespace of the pod (downward API metadata.namespace); falls back to the service account's namespace file."},
+		{EnvPodUID, "init, wait", "UID of the pod (downward API metadata.uid); the docker backend matches it."},
+		{EnvNodeName, "init, wait", "Node the pod runs on (downward API spec.nodeName)."},
+		{EnvContainerRuntimeExecutor, "init, wait", "Backend: k8sapi, kubelet or docker (picked by the ConfigMap and the workflow's labels)."},
+		{EnvTemplatePath, "init, wait", "File holding the template JSON; default " + TemplateFile + ", projected from the pod annotation " + AnnotationTemplate + "."},
+		{EnvSidecarMode, "init, wait", "native or legacy (ConfigMap sidecarMode); in legacy mode wait kills the sidecars."},
+		{EnvWorkflowName, "init, wait", "Workflow the pod belongs to; fills {{workflow.name}} in artifact keys."},
+		{EnvArtifactRepository, "init, wait", "ConfigMap artifactRepository as JSON, without credentials."},
+		{EnvS3AccessKey, "init, wait", "S3 access key ID, from the Secret named by artifactRepository.s3.accessKeySecret. Never set on main."},
+		{EnvS3SecretKey, "init, wait", "S3 secret access key, from artifactRepository.s3.secretKeySecret. Never set on main."},
+		{EnvKubeletHost, "wait (kubelet)", "Kubelet address (downward API status.hostIP)."},
+		{EnvKubeletPort, "wait (kubelet)", "Kubelet HTTPS port (ConfigMap kubeletPort, default 10250)."},
+		{EnvKubeletInsecure, "wait (kubelet)", "true skips verification of the kubelet's certificate (ConfigMap kubeletInsecure)."},
+		{EnvKubeletCAFile, "wait (kubelet)", "CA bundle for the kubelet's certificate (ConfigMap kubeletCAFile); empty means the service-account CA."},
+		{EnvDockerSockPath, "wait (docker)", "Docker Engine socket inside wait (ConfigMap dockerSockPath)."},
+	}
+}
