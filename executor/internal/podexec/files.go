@@ -155,7 +155,7 @@ func splitPath(p string) (dir, base string) {
 // not be started at all: a transport-level error, or exit code 126/127
 // (found but not executable / not found, as shells report them).
 func binaryHint(err error, binary string) string {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || IsForbidden(err) {
 		return ""
 	}
 	code, ok := exitCode(err)
