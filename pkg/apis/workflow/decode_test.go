@@ -143,8 +143,8 @@ func prune(v any) any {
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range v {
-			// `none: {}` is meaningful (archive: none); other empties are not.
-			if p := prune(e); !isEmpty(p) || k == "none" {
+			// `none: {}` and `emptyDir: {}` are meaningful; other empties are not.
+			if p := prune(e); !isEmpty(p) || k == "none" || k == "emptyDir" {
 				out[k] = p
 			}
 		}

@@ -28,6 +28,9 @@ type Template struct {
 	Script *ScriptTemplate `json:"script,omitempty"`
 	// Sidecars run beside main and are stopped once main and wait have exited.
 	Sidecars []UserContainer `json:"sidecars,omitempty"`
+	// Volumes are the pod volumes that main's and the sidecars' volumeMounts
+	// refer to (an emptyDir, say, to put an output path on a volume).
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
 	// ActiveDeadlineSeconds bounds the pod's run time (pod spec field of that name).
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 }

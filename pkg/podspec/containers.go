@@ -1,0 +1,204 @@
+package podspec
+
+import (
+	"encoding/json"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// kubeletCAVolume is the hostPath volume of the kubelet CA (kubeletCAFile).
+const kubeletCAVolume = "kubelet-ca"
+
+// argoexecBinary is the command of init and wait when executor.command is unset.
+const argoexecBinary = "argoexec"
+
+// mainContainer is the template's container, or its script's container
+// running the staged source, plus the shared volumes.
+func (b *builder) mainContainer() corev1.Container {
+	var c corev1.Container
+	if s := b.tmpl.Script; s != nil {
+		c = *s.Container.DeepCopy()
+		c.Args = append(c.Args, workflow.ScriptSourcePath)
+	} else {
+		c = *b.tmpl.Container.DeepCopy()
+	}
+	c.Name = workflow.MainContainerName
+	c.VolumeMounts = append(c.VolumeMounts, varRunArgoMount())
+	for _, a := range b.tmpl.Inputs.Artifacts {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.InputArtifactsVolume, MountPath: a.Path, SubPath: a.Name})
+	}
+	return c
+}
+
+// initContainer runs `argoexec init`: it stages a script and loads input artifacts.
+func (b *builder) initContainer() corev1.Container {
+	c := b.executorContainer(workflow.InitContainerName)
+	if len(b.tmpl.Inputs.Artifacts) > 0 {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.InputArtifactsVolume, MountPath: workflow.InputArtifactsPath})
+	}
+	return c
+}
+
+// waitContainer runs `argoexec wait` with main's volume mounts mirrored
+// read-only under MainCtrFSPath and what the backend needs.
+func (b *builder) waitContainer() corev1.Container {
+	c := b.executorContainer(workflow.WaitContainerName)
+	for _, m := range mainMounts(b.tmpl) {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
+			Name:        m.Name,
+			MountPath:   path.Join(workflow.MainCtrFSPath, m.MountPath),
+			SubPath:     m.SubPath,
+			SubPathExpr: m.SubPathExpr,
+			ReadOnly:    true,
+		})
+	}
+	b.shapeWaitForBackend(&c)
+	return c
+}
+
+// executorContainer is the ConfigMap's executor spec running `argoexec
+// NAME`, with the env and mounts that init and wait share.
+func (b *builder) executorContainer(name string) corev1.Container {
+	c := *b.cfg.Executor.DeepCopy()
+	c.Name = name
+	if len(c.Command) == 0 {
+		c.Command = []string{argoexecBinary}
+	}
+	c.Command = append(c.Command, name)
+	c.Env = append(b.executorEnv(), b.cfg.Executor.Env...)
+	c.VolumeMounts = []corev1.VolumeMount{
+		varRunArgoMount(),
+		{Name: workflow.PodMetadataVolume, MountPath: workflow.PodMetadataPath, ReadOnly: true},
+	}
+	return c
+}
+
+// executorEnv is the environment that init and wait share. The S3
+// credentials are secret references here and nowhere else: main never gets them.
+func (b *builder) executorEnv() []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		fieldEnv(workflow.EnvPodName, "metadata.name"),
+		fieldEnv(workflow.EnvPodNamespace, "metadata.namespace"),
+		fieldEnv(workflow.EnvPodUID, "metadata.uid"),
+		fieldEnv(workflow.EnvNodeName, "spec.nodeName"),
+		{Name: workflow.EnvWorkflowName, Value: b.meta.WorkflowName},
+		{Name: workflow.EnvContainerRuntimeExecutor, Value: b.backend},
+		{Name: workflow.EnvSidecarMode, Value: b.cfg.SidecarMode},
+		{Name: workflow.EnvTemplatePath, Value: workflow.TemplateFile},
+	}
+	s3 := b.cfg.ArtifactRepository.S3
+	if s3 == nil {
+		return env
+	}
+	repo, _ := json.Marshal(b.cfg.ArtifactRepository) // plain strings and pointers: cannot fail
+	env = append(env, corev1.EnvVar{Name: workflow.EnvArtifactRepository, Value: string(repo)})
+	if s3.AccessKeySecret != nil && s3.SecretKeySecret != nil {
+		env = append(env, secretEnv(workflow.EnvS3AccessKey, s3.AccessKeySecret), secretEnv(workflow.EnvS3SecretKey, s3.SecretKeySecret))
+	}
+	return env
+}
+
+// shapeWaitForBackend adds what the selected backend needs to reach main.
+func (b *builder) shapeWaitForBackend(c *corev1.Container) {
+	switch b.backend {
+	case workflow.ExecutorDocker:
+		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvDockerSockPath, Value: b.cfg.DockerSockPath})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.DockerSockVolume, MountPath: b.cfg.DockerSockPath, ReadOnly: true})
+	case workflow.ExecutorKubelet:
+		c.Env = append(c.Env,
+			fieldEnv(workflow.EnvKubeletHost, "status.hostIP"),
+			corev1.EnvVar{Name: workflow.EnvKubeletPort, Value: strconv.Itoa(b.cfg.KubeletPort)},
+			corev1.EnvVar{Name: workflow.EnvKubeletInsecure, Value: strconv.FormatBool(b.cfg.KubeletInsecure)},
+		)
+		if ca := b.cfg.KubeletCAFile; ca != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvKubeletCAFile, Value: ca})
+			if b.mountsKubeletCA() {
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: kubeletCAVolume, MountPath: ca, ReadOnly: true})
+			}
+		}
+	}
+}
+
+// mountsKubeletCA says whether kubeletCAFile needs a hostPath mount: not
+// when it is inside the service-account mount that every container has.
+func (b *builder) mountsKubeletCA() bool {
+	return b.backend == workflow.ExecutorKubelet && b.cfg.KubeletCAFile != "" &&
+		!strings.HasPrefix(b.cfg.KubeletCAFile, path.Dir(workflow.ServiceAccountCAPath)+"/")
+}
+
+// sidecars are the user's sidecars; the caller decides whether they run as
+// native sidecars (init containers restarted Always) or plain containers.
+func (b *builder) sidecars() []corev1.Container {
+	native := b.cfg.SidecarMode != workflow.SidecarModeLegacy
+	out := make([]corev1.Container, 0, len(b.tmpl.Sidecars))
+	for _, s := range b.tmpl.Sidecars {
+		c := *s.Container.DeepCopy()
+		if s.MirrorVolumeMounts != nil && *s.MirrorVolumeMounts {
+			c.VolumeMounts = append(c.VolumeMounts, mainMounts(b.tmpl)...)
+		}
+		if native {
+			always := corev1.ContainerRestartPolicyAlways
+			c.RestartPolicy = &always
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// volumes are the pod's volumes: the shared emptyDir, the template carrier,
+// the input-artifact emptyDir, the template's own and the backend's.
+func (b *builder) volumes() []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: workflow.VarRunArgoVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		templateVolume(),
+	}
+	if len(b.tmpl.Inputs.Artifacts) > 0 {
+		vols = append(vols, corev1.Volume{Name: workflow.InputArtifactsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	for _, v := range b.tmpl.Volumes {
+		vols = append(vols, *v.DeepCopy())
+	}
+	switch {
+	case b.backend == workflow.ExecutorDocker:
+		vols = append(vols, hostPathVolume(workflow.DockerSockVolume, b.cfg.DockerSockPath, corev1.HostPathSocket))
+	case b.mountsKubeletCA():
+		vols = append(vols, hostPathVolume(kubeletCAVolume, b.cfg.KubeletCAFile, corev1.HostPathFile))
+	}
+	return vols
+}
+
+// templateVolume projects the template annotation as the file
+// workflow.TemplateFile. Unlike an env var, it is not bounded by the
+// kernel's ARG_MAX (argo-workflows #7586), only by the annotation budget.
+func templateVolume() corev1.Volume {
+	return corev1.Volume{
+		Name: workflow.PodMetadataVolume,
+		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     path.Base(workflow.TemplateFile),
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + workflow.AnnotationTemplate + "']"},
+			}},
+		}},
+	}
+}
+
+func hostPathVolume(name, p string, typ corev1.HostPathType) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &typ}}}
+}
+
+func varRunArgoMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: workflow.VarRunArgoVolume, MountPath: workflow.VarRunArgoPath}
+}
+
+func fieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fieldPath}}}
+}
+
+func secretEnv(name string, ref *corev1.SecretKeySelector) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}}
+}

@@ -1,0 +1,465 @@
+package podspec
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden pods under testdata/")
+
+const selectorConfig = `
+containerRuntimeExecutors:
+- name: kubelet
+  selector:
+    matchLabels: {runtime: kubelet}
+- name: docker
+  selector:
+    matchExpressions: [{key: tier, operator: In, values: [bulk]}]
+`
+
+const s3Config = `
+artifactRepository:
+  s3:
+    endpoint: versitygw.default.svc:7070
+    bucket: artifacts
+    insecure: true
+    accessKeySecret: {name: s3-credentials, key: accesskey}
+    secretKeySecret: {name: s3-credentials, key: secretkey}
+`
+
+// TestGolden builds one pod per backend and per selection rule and compares
+// it with testdata/NAME.golden.yaml. Regenerate with `go test ./pkg/podspec -update`.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, template string
+		labels                 map[string]string
+	}{
+		{name: "k8sapi", config: "", template: "container.yaml"},
+		{name: "kubelet", config: "containerRuntimeExecutor: kubelet\nkubeletCAFile: /var/lib/kubelet/pki/kubelet.crt\n", template: "container.yaml"},
+		{name: "kubelet-insecure", config: "containerRuntimeExecutor: kubelet\nkubeletInsecure: true\nkubeletPort: 10255\n", template: "container.yaml"},
+		{name: "docker", config: "containerRuntimeExecutor: docker\ndockerSockPath: /run/docker.sock\n", template: "base-layer.yaml"},
+		{name: "selector", config: selectorConfig, template: "container.yaml", labels: map[string]string{"runtime": "kubelet"}},
+		{name: "label", config: selectorConfig, template: "base-layer.yaml",
+			labels: map[string]string{"runtime": "kubelet", workflow.LabelContainerRuntimeExecutor: "docker"}},
+		{name: "legacy-sidecars", config: "sidecarMode: legacy\n", template: "sidecar-ignores-term.yaml"},
+		{name: "native-sidecars", config: "", template: "sidecar-ignores-term.yaml"},
+		{name: "script", config: "", template: "script.yaml"},
+		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
+		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +
+			"  env: [{name: GOMAXPROCS, value: '1'}]\n  resources: {limits: {memory: 64Mi}}\n  securityContext: {runAsNonRoot: true}\n", template: "script.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := mustBuild(t, tc.config, tc.template, Meta{
+				PodName: "wf-" + tc.name, Namespace: "argo", WorkflowName: "wf",
+				WorkflowLabels: tc.labels, ServiceAccountName: "argoexec",
+			})
+			got, err := yaml.Marshal(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tc.name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("read golden (regenerate with -update): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("pod differs from %s (-golden +built); regenerate with `go test ./pkg/podspec -update` if intended:\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+func mustBuild(t *testing.T, cfgYAML, templateFile string, meta Meta) *corev1.Pod {
+	t.Helper()
+	pod, err := Build(mustConfig(t, cfgYAML), mustTemplate(t, templateFile), meta)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return pod
+}
+
+func mustConfig(t *testing.T, cfgYAML string) *config.Config {
+	t.Helper()
+	cfg, err := config.ParseConfig([]byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func mustTemplate(t *testing.T, file string) *workflow.Template {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "templates", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := workflow.DecodeTemplate(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+func meta() Meta { return Meta{PodName: "pod", Namespace: "ns"} }
+
+func container(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+func names(ctrs []corev1.Container) []string {
+	var out []string
+	for _, c := range ctrs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func envValue(c *corev1.Container, name string) (corev1.EnvVar, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return corev1.EnvVar{}, false
+}
+
+func TestContainerLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, template string
+		wantInit, wantCtrs     []string
+	}{
+		{"container without inputs has no init", "containerRuntimeExecutor: docker", "base-layer.yaml", nil, []string{"main", "wait"}},
+		{"script needs init", "", "script.yaml", []string{"init"}, []string{"main", "wait"}},
+		{"input artifacts need init", s3Config, "artifacts.yaml", []string{"init"}, []string{"main", "wait"}},
+		{"native sidecars are init containers after init", "", "container.yaml", []string{"proxy"}, []string{"main", "wait"}},
+		{"legacy sidecars are containers", "sidecarMode: legacy", "container.yaml", nil, []string{"main", "wait", "proxy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := mustBuild(t, tc.config, tc.template, meta())
+			if got := names(pod.Spec.InitContainers); !cmp.Equal(got, tc.wantInit) {
+				t.Errorf("init containers = %v, want %v", got, tc.wantInit)
+			}
+			if got := names(pod.Spec.Containers); !cmp.Equal(got, tc.wantCtrs) {
+				t.Errorf("containers = %v, want %v", got, tc.wantCtrs)
+			}
+			if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("restartPolicy = %s", pod.Spec.RestartPolicy)
+			}
+		})
+	}
+}
+
+func TestNativeSidecarRestartPolicy(t *testing.T) {
+	tmpl := mustTemplate(t, "script.yaml")
+	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "db", Image: "postgres"}}}
+	pod, err := Build(config.Default(), tmpl, meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(pod.Spec.InitContainers); !cmp.Equal(got, []string{"init", "db"}) {
+		t.Fatalf("init containers = %v, want the sidecar after init", got)
+	}
+	if rp := pod.Spec.InitContainers[1].RestartPolicy; rp == nil || *rp != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("sidecar restartPolicy = %v, want Always", rp)
+	}
+	if rp := pod.Spec.InitContainers[0].RestartPolicy; rp != nil {
+		t.Errorf("init restartPolicy = %v, want unset", *rp)
+	}
+}
+
+func TestScriptRunsStagedSource(t *testing.T) {
+	pod := mustBuild(t, "", "script.yaml", meta())
+	main := container(pod, "main")
+	if !cmp.Equal(main.Command, []string{"python"}) || !cmp.Equal(main.Args, []string{workflow.ScriptSourcePath}) {
+		t.Errorf("main runs %v %v, want [python] [%s]", main.Command, main.Args, workflow.ScriptSourcePath)
+	}
+	for _, name := range []string{"init", "wait", "main"} {
+		if !slices.ContainsFunc(container(pod, name).VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == workflow.VarRunArgoVolume && m.MountPath == workflow.VarRunArgoPath
+		}) {
+			t.Errorf("%s does not mount %s at %s", name, workflow.VarRunArgoVolume, workflow.VarRunArgoPath)
+		}
+	}
+	if got := container(pod, "init").Command; !cmp.Equal(got, []string{"argoexec", "init"}) {
+		t.Errorf("init command = %v", got)
+	}
+}
+
+// TestTemplateReachesInitAndWait checks the carrier: the substituted
+// template as the pod annotation, projected by a downward-API volume to
+// TemplateFile in init and wait, named by ARGO_TEMPLATE_PATH.
+func TestTemplateReachesInitAndWait(t *testing.T) {
+	pod := mustBuild(t, "", "script.yaml", meta())
+	got, err := workflow.DecodeTemplate([]byte(pod.Annotations[workflow.AnnotationTemplate]))
+	if err != nil {
+		t.Fatalf("annotation does not decode strictly: %v", err)
+	}
+	if diff := cmp.Diff(mustTemplate(t, "script.yaml"), got); diff != "" {
+		t.Errorf("annotation template differs (-want +got):\n%s", diff)
+	}
+	var vol *corev1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == workflow.PodMetadataVolume {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.DownwardAPI == nil || len(vol.DownwardAPI.Items) != 1 ||
+		vol.DownwardAPI.Items[0].FieldRef.FieldPath != "metadata.annotations['workflows.argoproj.io/template']" ||
+		filepath.Join(workflow.PodMetadataPath, vol.DownwardAPI.Items[0].Path) != workflow.TemplateFile {
+		t.Fatalf("template volume = %+v", vol)
+	}
+	for _, name := range []string{"init", "wait"} {
+		c := container(pod, name)
+		if e, ok := envValue(c, workflow.EnvTemplatePath); !ok || e.Value != workflow.TemplateFile {
+			t.Errorf("%s %s = %+v", name, workflow.EnvTemplatePath, e)
+		}
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == workflow.PodMetadataVolume && m.MountPath == workflow.PodMetadataPath
+		}) {
+			t.Errorf("%s does not mount the template volume", name)
+		}
+		for _, e := range c.Env {
+			if len(e.Value) > 1024 {
+				t.Errorf("%s env %s is %d bytes: the template must not travel in env", name, e.Name, len(e.Value))
+			}
+		}
+	}
+}
+
+func TestLargeScript(t *testing.T) {
+	build := func(size int) (*corev1.Pod, error) {
+		tmpl := mustTemplate(t, "script.yaml")
+		line := "echo 'a line of the script that is <long> & \"quoted\"'\n"
+		tmpl.Script.Source = strings.Repeat(line, size/len(line))
+		return Build(config.Default(), tmpl, meta())
+	}
+	pod, err := build(200 * 1024)
+	if err != nil {
+		t.Fatalf("200 KiB script: %v", err)
+	}
+	total := 0
+	for k, v := range pod.Annotations {
+		total += len(k) + len(v)
+	}
+	if total > workflow.MaxAnnotationBytes {
+		t.Errorf("200 KiB script: annotations are %d bytes, over %d", total, workflow.MaxAnnotationBytes)
+	}
+	_, err = build(300 * 1024)
+	if err == nil || !strings.Contains(err.Error(), "over the API server's limit of 262144") || !strings.Contains(err.Error(), "input artifact") {
+		t.Errorf("300 KiB script: error = %v, want the annotation-limit error pointing to artifacts", err)
+	}
+}
+
+func TestSubstituteInputs(t *testing.T) {
+	pod := mustBuild(t, "", "container.yaml", meta())
+	want := `for i in $(seq 3); do echo 'hello "world" & <friends>'; done > /work/out`
+	if got := container(pod, "main").Args[0]; got != want {
+		t.Errorf("main args = %q, want %q", got, want)
+	}
+	if strings.Contains(pod.Annotations[workflow.AnnotationTemplate], "{{inputs.parameters") {
+		t.Error("annotation template still holds input references")
+	}
+}
+
+func TestSubstituteInputsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"unknown reference", "inputs: {parameters: [{name: a, value: x}]}\ncontainer: {image: i, args: ['{{inputs.parameters.b}}', '{{ inputs.parameters.c }}']}\n",
+			[]string{"unknown reference {{inputs.parameters.b}}", "unknown reference {{inputs.parameters.c}}", "declares input parameters [a]"}},
+		{"no value", "inputs: {parameters: [{name: a}]}\ncontainer: {image: i, args: ['{{inputs.parameters.a}}']}\n",
+			[]string{`input parameter "a" has neither value nor default`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := workflow.DecodeTemplate([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(config.Default(), tmpl, meta())
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildDoesNotChangeTemplate(t *testing.T) {
+	tmpl := mustTemplate(t, "container.yaml")
+	if _, err := Build(config.Default(), tmpl, meta()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mustTemplate(t, "container.yaml"), tmpl); diff != "" {
+		t.Errorf("Build changed its template (-before +after):\n%s", diff)
+	}
+}
+
+// TestS3CredentialsOnlyInInitAndWait checks that main and the sidecars never
+// see the artifact repository's secrets.
+func TestS3CredentialsOnlyInInitAndWait(t *testing.T) {
+	tmpl := mustTemplate(t, "artifacts.yaml")
+	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "side", Image: "x"}}}
+	pod, err := Build(mustConfig(t, s3Config), tmpl, meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		_, hasKey := envValue(&c, workflow.EnvS3AccessKey)
+		_, hasSecret := envValue(&c, workflow.EnvS3SecretKey)
+		want := c.Name == "init" || c.Name == "wait"
+		if hasKey != want || hasSecret != want {
+			t.Errorf("container %s: has S3 credentials = %v/%v, want %v", c.Name, hasKey, hasSecret, want)
+		}
+		if want {
+			e, _ := envValue(&c, workflow.EnvS3SecretKey)
+			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "s3-credentials" || e.ValueFrom.SecretKeyRef.Key != "secretkey" {
+				t.Errorf("container %s: %s = %+v, want a secretKeyRef", c.Name, workflow.EnvS3SecretKey, e)
+			}
+			repo, _ := envValue(&c, workflow.EnvArtifactRepository)
+			var got workflow.ArtifactRepository
+			if err := json.Unmarshal([]byte(repo.Value), &got); err != nil || got.S3 == nil || got.S3.Bucket != "artifacts" || got.S3.KeyFormat != workflow.DefaultKeyFormat {
+				t.Errorf("container %s: %s = %q (%v)", c.Name, workflow.EnvArtifactRepository, repo.Value, err)
+			}
+		}
+	}
+	main := container(pod, "main")
+	if !slices.ContainsFunc(main.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == workflow.InputArtifactsVolume && m.MountPath == "/in/data" && m.SubPath == "data"
+	}) {
+		t.Errorf("main does not mount input artifact data: %+v", main.VolumeMounts)
+	}
+}
+
+func TestBackendShaping(t *testing.T) {
+	t.Run("docker socket in wait only", func(t *testing.T) {
+		pod := mustBuild(t, "containerRuntimeExecutor: docker", "container.yaml", meta())
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			has := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == workflow.DockerSockVolume })
+			if has != (c.Name == "wait") {
+				t.Errorf("container %s mounts the docker socket: %v", c.Name, has)
+			}
+			if c.Name == "wait" {
+				m := c.VolumeMounts[slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == workflow.DockerSockVolume })]
+				if !m.ReadOnly || m.MountPath != config.DefaultDockerSockPath {
+					t.Errorf("docker socket mount = %+v", m)
+				}
+			}
+		}
+	})
+	t.Run("k8sapi adds nothing", func(t *testing.T) {
+		pod := mustBuild(t, "", "container.yaml", meta())
+		wait := container(pod, "wait")
+		for _, e := range wait.Env {
+			if strings.HasPrefix(e.Name, "ARGO_KUBELET") || e.Name == workflow.EnvDockerSockPath {
+				t.Errorf("k8sapi wait has %s", e.Name)
+			}
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.HostPath != nil {
+				t.Errorf("k8sapi pod has hostPath volume %s", v.Name)
+			}
+		}
+	})
+	t.Run("kubelet CA under the service-account mount is not mounted again", func(t *testing.T) {
+		pod := mustBuild(t, "containerRuntimeExecutor: kubelet\nkubeletCAFile: "+workflow.ServiceAccountCAPath, "container.yaml", meta())
+		for _, v := range pod.Spec.Volumes {
+			if v.HostPath != nil {
+				t.Errorf("unexpected hostPath volume %s", v.Name)
+			}
+		}
+		if e, _ := envValue(container(pod, "wait"), workflow.EnvKubeletCAFile); e.Value != workflow.ServiceAccountCAPath {
+			t.Errorf("%s = %q", workflow.EnvKubeletCAFile, e.Value)
+		}
+	})
+}
+
+func TestMirroredMounts(t *testing.T) {
+	pod := mustBuild(t, "", "container.yaml", meta())
+	wait := container(pod, "wait")
+	if !slices.ContainsFunc(wait.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "work" && m.MountPath == "/mainctrfs/work" && m.ReadOnly
+	}) {
+		t.Errorf("wait does not mirror main's /work: %+v", wait.VolumeMounts)
+	}
+}
+
+// TestOutputsOutsideVolumes checks that kubelet and k8sapi refuse outputs
+// in main's own filesystem, and that docker accepts them.
+func TestOutputsOutsideVolumes(t *testing.T) {
+	for _, backend := range []string{"k8sapi", "kubelet"} {
+		_, err := Build(mustConfig(t, "containerRuntimeExecutor: "+backend), mustTemplate(t, "base-layer.yaml"), meta())
+		for _, want := range []string{
+			`output parameter "answer": path /tmp/out is not on a volume of main`,
+			`output artifact "tmp": path /tmp is not on a volume`,
+			"the " + backend + " executor cannot read",
+			"put the path on a volume (emptyDir) or use the docker executor",
+		} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error = %v, want it to contain %q", backend, err, want)
+			}
+		}
+	}
+	if _, err := Build(mustConfig(t, "containerRuntimeExecutor: docker"), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
+		t.Errorf("docker: %v", err)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, template string
+		meta           Meta
+		want           string
+	}{
+		{"no main", "name: x\n", meta(), "neither container nor script"},
+		{"both mains", "container: {image: a}\nscript: {image: b, command: [sh], source: x}\n", meta(), "both container and script"},
+		{"script without command", "script: {image: b, source: x}\n", meta(), "script.command is empty"},
+		{"reserved sidecar", "container: {image: a}\nsidecars: [{name: wait, image: b}]\n", meta(), `sidecars[0].name: "wait"`},
+		{"duplicate sidecar", "container: {image: a}\nsidecars: [{name: s, image: b}, {name: s, image: b}]\n", meta(), `sidecars[1].name: "s"`},
+		{"undeclared volume", "container: {image: a, volumeMounts: [{name: work, mountPath: /w}]}\n", meta(), `container.volumeMounts[0]: volume "work" is not declared`},
+		{"reserved volume", "volumes: [{name: var-run-argo, emptyDir: {}}]\ncontainer: {image: a}\n", meta(), `volumes[0].name: "var-run-argo" is reserved`},
+		{"relative input artifact", "inputs: {artifacts: [{name: a, path: rel, raw: {data: x}}]}\ncontainer: {image: a}\n", meta(), `inputs.artifacts[0].path: "rel"`},
+		{"reserved annotation", "metadata: {annotations: {workflows.argoproj.io/template: x}}\ncontainer: {image: a}\n", meta(), "metadata.annotations: workflows.argoproj.io/template"},
+		{"no pod name", "container: {image: a}\n", Meta{}, "pod name is empty"},
+		{"bad pod name", "container: {image: a}\n", Meta{PodName: "Bad_Name"}, `pod name "Bad_Name"`},
+		{"bad workflow name", "container: {image: a}\n", Meta{PodName: "p", WorkflowName: "a b"}, `workflow name "a b"`},
+		{"bad executor label", "container: {image: a}\n", Meta{PodName: "p", WorkflowLabels: map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}}, `unknown executor "pns"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := workflow.DecodeTemplate([]byte(tc.template))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(config.Default(), tmpl, tc.meta)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Build error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
