@@ -1,0 +1,463 @@
+//go:build e2e
+
+// The k8sapi backend on the testbed's real API server and kubelet: the conformance suite
+// against a real pod, with a service account that holds exactly the RBAC the backend
+// documents; the 403 text when pods/exec is missing; and the figures of issue 4 (CopyFile of
+// 256 MiB against `kubectl cp` in the same run, Wait latency from main's own clock).
+package e2e
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/k8sapi"
+	"github.com/argoexec/argoexec/test/e2e/framework"
+)
+
+// k8sapiRules is the Role the k8sapi backend documents (executor/k8sapi package doc).
+var k8sapiRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+}
+
+// k8sapiKubeconfig creates a service account bound to a Role with rules in the test's
+// namespace and writes a kubeconfig that authenticates as it (a TokenRequest token): the
+// backend then runs with the permissions a workflow pod would have, not the admin's.
+func k8sapiKubeconfig(t testing.TB, f *framework.Framework, name string, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := f.Context()
+	c := f.Client
+	ns := f.Namespace
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service account: %v", err)
+	}
+	if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+	}
+	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create role binding: %v", err)
+	}
+	exp := int64(3600)
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	cluster := &clientcmdapi.Cluster{Server: f.Config.Host, CertificateAuthority: f.Config.CAFile, CertificateAuthorityData: f.Config.CAData}
+	kc := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"testbed": cluster},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: {Token: tr.Status.Token}},
+		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: "testbed", AuthInfo: name, Namespace: ns}},
+		CurrentContext: name,
+	}
+	p := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(kc, p); err != nil {
+		t.Fatalf("write kubeconfig: %v", err)
+	}
+	return p
+}
+
+// k8sapiLog sends the backend's log lines to the test log; hook, if not nil, also sees them.
+func k8sapiLog(t testing.TB, hook logrus.Hook) *logrus.Entry {
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+	log.SetOutput(testWriter{t})
+	if hook != nil {
+		log.AddHook(hook)
+	}
+	return logrus.NewEntry(log)
+}
+
+// k8sapiPod is a pod of busybox containers running the scripts, with an emptyDir at /data.
+func k8sapiPod(f *framework.Framework, name string, cs []executortest.Container) *corev1.Pod {
+	pod := f.SimplePod(name, "true")
+	pod.Spec.Containers = nil
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	for _, c := range cs {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
+			Name:            c.Name,
+			Image:           f.Env.BusyboxImage,
+			ImagePullPolicy: corev1.PullNever,
+			Command:         []string{"/bin/sh", "-c", c.Script},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+		})
+	}
+	return pod
+}
+
+// startedAll is a WaitForPod condition: every container has started (running or finished).
+func startedAll(p *corev1.Pod) (bool, error) {
+	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+		return false, nil
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil && cs.State.Terminated == nil {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				return false, fmt.Errorf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// TestK8sAPIConformance runs the conformance suite against a real pod, as a service account
+// with exactly the documented RBAC.
+func TestK8sAPIConformance(t *testing.T) {
+	executortest.RunConformance(t, executortest.Env{
+		Backend: "k8sapi",
+		Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
+			f := framework.New(t)
+			ctx := f.Context()
+			kubeconfig := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
+			pod := k8sapiPod(f, "conformance", cs)
+			f.CreatePod(ctx, pod)
+			if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
+				t.Fatal(err)
+			}
+			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
+			if err != nil {
+				t.Fatalf("k8sapi.New: %v", err)
+			}
+			return x
+		},
+	})
+}
+
+// TestK8sAPIForbiddenNamesPermission: without pods/exec, reading a file is a 403 whose text
+// names the verb, the resource, the namespace and the service account.
+func TestK8sAPIForbiddenNamesPermission(t *testing.T) {
+	f := framework.New(t)
+	ctx := f.Context()
+	kubeconfig := k8sapiKubeconfig(t, f, "no-exec", k8sapiRules[:2])
+	pod := k8sapiPod(f, "forbidden", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
+	f.CreatePod(ctx, pod)
+	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
+		t.Fatal(err)
+	}
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = x.GetFileContents(ctx, "main", "/etc/hostname")
+	t.Logf("GetFileContents without pods/exec: %v", err)
+	for _, w := range []string{`"create" on "pods/exec"`, "namespace " + f.Namespace, "system:serviceaccount:" + f.Namespace + ":no-exec", `"main"`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not contain %q", err, w)
+		}
+	}
+}
+
+// kubectlPath finds kubectl: on PATH, or where hack/lib/build.sh puts it.
+func kubectlPath(t testing.TB) string {
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	p := "/var/cache/argoexec/bin/kubectl"
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no kubectl on PATH or at %s (hack/cluster.sh up builds it)", p)
+	}
+	return p
+}
+
+// daemonCPU returns the CPU time (user+system) so far of the first process whose command
+// name is comm, read from /proc; zero if there is none (the daemons run on this machine).
+func daemonCPU(comm string) time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		c, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			return 0
+		}
+		// Fields after the ")" that closes comm: state is 3rd, utime 14th, stime 15th.
+		s := string(stat)
+		fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		ut, _ := strconv.ParseInt(fs[11], 10, 64)
+		st, _ := strconv.ParseInt(fs[12], 10, 64)
+		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	}
+	return 0
+}
+
+// cpuMeter measures the CPU the API server and the kubelet spend between start and stop.
+type cpuMeter struct{ api, kubelet time.Duration }
+
+func startCPU() cpuMeter { return cpuMeter{daemonCPU("kube-apiserver"), daemonCPU("kubelet")} }
+
+func (m cpuMeter) since() (api, kubelet time.Duration) {
+	return daemonCPU("kube-apiserver") - m.api, daemonCPU("kubelet") - m.kubelet
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// k8sapiBigFilePod starts a pod whose main writes size random bytes to /data/big.bin (an
+// emptyDir, as in the anchor's measurements) and then idles.
+func k8sapiBigFilePod(t testing.TB, f *framework.Framework, name string, size int64) *corev1.Pod {
+	t.Helper()
+	ctx := f.Context()
+	pod := k8sapiPod(f, name, []executortest.Container{{Name: "main",
+		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
+	f.CreatePod(ctx, pod)
+	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
+		t.Fatal(err)
+	}
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, logrus.NewEntry(logrus.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		if _, err := x.GetFileContents(ctx, "main", "/data/ready"); err == nil {
+			return pod
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("main never wrote /data/ready")
+		case <-time.After(delay):
+		}
+	}
+}
+
+// TestK8sAPICopyThroughput measures, in one run, CopyFile of 256 MiB of random data
+// (compression off) through the k8sapi backend against `kubectl cp` of the same file (the
+// ratio), the API server's and kubelet's CPU during each, the cost of gzip apart, and the
+// peak RSS of a fresh process doing one CopyFile of 64 MiB and of 256 MiB.
+//
+//	hack/e2e.sh -run K8sAPICopyThroughput
+func TestK8sAPICopyThroughput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("copies 256 MiB several times; not with -short")
+	}
+	const size = 256 << 20
+	kubectl := kubectlPath(t)
+	f := framework.New(t)
+	pod := k8sapiBigFilePod(t, f, "copy", size)
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, logrus.NewEntry(logrus.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	const runs = 3
+	var ours, theirs []time.Duration
+	var oursAPI, oursKubelet, theirsAPI, theirsKubelet []time.Duration
+	for i := range runs {
+		m := startCPU()
+		start := time.Now()
+		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "big.tgz"), gzip.NoCompression); err != nil {
+			t.Fatalf("run %d: CopyFile: %v", i, err)
+		}
+		ours = append(ours, time.Since(start))
+		a, k := m.since()
+		oursAPI, oursKubelet = append(oursAPI, a), append(oursKubelet, k)
+
+		m = startCPU()
+		start = time.Now()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", f.Env.Kubeconfig, "cp", "-c", "main",
+			f.Namespace+"/"+pod.Name+":/data/big.bin", filepath.Join(dir, "kubectl.bin"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("run %d: kubectl cp: %v\n%s", i, err, out)
+		}
+		theirs = append(theirs, time.Since(start))
+		a, k = m.since()
+		theirsAPI, theirsKubelet = append(theirsAPI, a), append(theirsKubelet, k)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "kubectl.bin")); err != nil || st.Size() != size {
+		t.Fatalf("kubectl cp wrote %v, %v", st, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "big.tgz")); err != nil || st.Size() < size {
+		t.Fatalf("CopyFile wrote %v, %v", st, err)
+	}
+	mibps := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
+	mo, mt := median(ours), median(theirs)
+	t.Logf("256 MiB random, compression off, median of %d: k8sapi CopyFile %s (%.0f MiB/s; all %v), kubectl cp %s (%.0f MiB/s; all %v): ratio %.2fx (goal >= 1.8x)",
+		runs, mo.Round(time.Millisecond), mibps(mo), ours, mt.Round(time.Millisecond), mibps(mt), theirs, mt.Seconds()/mo.Seconds())
+	t.Logf("CPU during the copy, median: k8sapi CopyFile: kube-apiserver %s, kubelet %s; kubectl cp: kube-apiserver %s, kubelet %s",
+		median(oursAPI), median(oursKubelet), median(theirsAPI), median(theirsKubelet))
+
+	// gzip, apart: the same copy at BestSpeed and at the default level, once each.
+	for _, lv := range []struct {
+		name  string
+		level int
+	}{{"BestSpeed", gzip.BestSpeed}, {"Default", gzip.DefaultCompression}} {
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		start := time.Now()
+		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "gz.tgz"), lv.level); err != nil {
+			t.Fatalf("CopyFile at %s: %v", lv.name, err)
+		}
+		d := time.Since(start)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+		t.Logf("256 MiB random at gzip %s: %s wall (%.0f MiB/s), %s CPU in this process", lv.name, d.Round(time.Millisecond), mibps(d), cpu.Round(time.Millisecond))
+	}
+
+	small := k8sapiBigFilePod(t, f, "copy-small", 64<<20)
+	rss64 := k8sapiHelperPeakRSS(t, f, small.Name)
+	rss256 := k8sapiHelperPeakRSS(t, f, pod.Name)
+	t.Logf("peak RSS of a fresh test process doing one k8sapi CopyFile (compression off): 64 MiB file %.1f MiB, 256 MiB file %.1f MiB (goal <= 32 MiB, flat)",
+		float64(rss64)/(1<<20), float64(rss256)/(1<<20))
+	if rss256 > rss64+8<<20 {
+		t.Errorf("peak RSS grows with file size: %d -> %d bytes", rss64, rss256)
+	}
+}
+
+const k8sapiCopyHelperEnv = "ARGOEXEC_E2E_K8SAPI_COPY_HELPER" // "<kubeconfig> <ns> <pod> <dest>"
+
+// k8sapiHelperPeakRSS re-runs this test binary as a helper that does one CopyFile of
+// /data/big.bin and exits, and returns its peak RSS (the kernel's maxrss).
+func k8sapiHelperPeakRSS(t *testing.T, f *framework.Framework, pod string) int64 {
+	t.Helper()
+	dest := filepath.Join(t.TempDir(), "helper.tgz")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestK8sAPICopyHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), k8sapiCopyHelperEnv+"="+strings.Join([]string{f.Env.Kubeconfig, f.Namespace, pod, dest}, " "))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("copy helper: %v\n%s", err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage for the helper")
+	}
+	return ru.Maxrss * 1024 // KiB on Linux
+}
+
+// TestK8sAPICopyHelper is the process k8sapiHelperPeakRSS measures; it does nothing unless
+// started by it.
+func TestK8sAPICopyHelper(t *testing.T) {
+	args := strings.Fields(os.Getenv(k8sapiCopyHelperEnv))
+	if len(args) != 4 {
+		t.Skip("helper process for TestK8sAPICopyThroughput")
+	}
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: args[0], Namespace: args[1], PodName: args[2]}, logrus.NewEntry(logrus.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CopyFile(context.Background(), "main", "/data/big.bin", args[3], gzip.NoCompression); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pathHook records whether Wait's exec fast path or the watch saw the exit.
+type pathHook struct {
+	mu   sync.Mutex
+	fast bool
+}
+
+func (h *pathHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h *pathHook) Fire(e *logrus.Entry) error {
+	if strings.HasPrefix(e.Message, "exec session ended with the container") {
+		h.mu.Lock()
+		h.fast = true
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// TestK8sAPIWaitLatency measures Wait's latency from main's exit, read from a clock inside
+// main (its last act is to print the time in nanoseconds, then it exits), over 20 runs with
+// the exec fast path and 5 with the watch alone, and says which path each run took.
+//
+//	hack/e2e.sh -run K8sAPIWaitLatency
+func TestK8sAPIWaitLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 25 pods; not with -short")
+	}
+	f := framework.New(t)
+	for _, mode := range []struct {
+		name   string
+		runs   int
+		noExec bool
+	}{{"exec fast path + watch", 20, false}, {"watch alone", 5, true}} {
+		var lat []time.Duration
+		fast := 0
+		for i := range mode.runs {
+			d, viaFast := k8sapiWaitOnce(t, f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), mode.noExec)
+			lat = append(lat, d)
+			if viaFast {
+				fast++
+			}
+		}
+		slices.Sort(lat)
+		t.Logf("Wait latency from main's exit, %s, %d runs: p50 %s, p90 %s, min %s, max %s; %d runs by the exec fast path, %d by the watch",
+			mode.name, mode.runs, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond),
+			lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), fast, mode.runs-fast)
+	}
+}
+
+// k8sapiWaitOnce runs one pod whose main sleeps, prints the time and exits, with Wait
+// running from before main starts; it returns Wait's latency and whether the fast path won.
+func k8sapiWaitOnce(t *testing.T, f *framework.Framework, name string, noExec bool) (time.Duration, bool) {
+	t.Helper()
+	ctx := f.Context()
+	pod := k8sapiPod(f, name, []executortest.Container{
+		{Name: "main", Script: "sleep 2; date +%s%N"},
+		{Name: "wait", Script: "sleep 3600"},
+	})
+	f.CreatePod(ctx, pod)
+	hook := &pathHook{}
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+	log.SetOutput(testWriter{t})
+	log.AddHook(hook)
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: noExec}, logrus.NewEntry(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Wait(ctx, []string{"main"}); err != nil {
+		t.Fatalf("%s: Wait: %v", name, err)
+	}
+	returned := time.Now()
+	if code, err := x.GetExitCode(ctx, "main"); err != nil || code != 0 {
+		t.Fatalf("%s: GetExitCode = %d, %v", name, code, err)
+	}
+	logs, err := f.PodLogs(ctx, pod.Name, "main")
+	if err != nil {
+		t.Fatalf("%s: logs: %v", name, err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(logs), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: main printed %q, want nanoseconds since the epoch (busybox date +%%s%%N)", name, logs)
+	}
+	_ = f.Client.CoreV1().Pods(f.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	return returned.Sub(time.Unix(0, ns)), hook.fast
+}
