@@ -20,7 +20,6 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +27,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // ErrUnsafeEntry is wrapped by the errors for entries that would land outside

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Create writes rel, a file or directory beneath rootDir, as a gzip-compressed
