@@ -46,8 +46,9 @@ type StatusWatcher interface {
 // DefaultKillSettle is how long Kill waits, after sending SIGKILL to a
 // container's other processes, for the status to show the container
 // terminated before it reports PID 1 as a survivor. The kubelet reports an
-// exit 0.7-0.9 s after it happens, so this is that plus a margin.
-const DefaultKillSettle = 1500 * time.Millisecond
+// exit 0.7-0.9 s after it happens, so this is that plus a small margin; it
+// keeps Kill of a TERM-ignoring container within grace + about 1.5 s.
+const DefaultKillSettle = time.Second
 
 // DefaultMaxFileBytes is the GetFileContents limit a backend uses unless it
 // documents another: the annotation that carries every output parameter
