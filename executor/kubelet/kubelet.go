@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/podexec"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -122,8 +123,9 @@ type Executor struct {
 
 	// after is time.After, replaced in tests to drive Wait's polling.
 	after func(time.Duration) <-chan time.Time
-	// execer runs commands in containers through the kubelet's /exec.
-	execer *execer
+	// pe runs the exec-based operations shared with k8sapi through the
+	// kubelet's /exec.
+	pe *podexec.Client
 	// watchExit blocks until the named container's processes die (Wait's
 	// fast path); nil where it cannot run.
 	watchExit func(ctx context.Context, container string) error
@@ -171,7 +173,8 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 		after:    time.After,
 		exitSeen: map[string]time.Time{},
 	}
-	e.execer = &execer{e: e}
+	e.pe = e.newPodexec()
+	e.watchExit = e.pe.WaitExit
 	return e, nil
 }
 

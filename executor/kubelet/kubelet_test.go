@@ -48,6 +48,8 @@ type fakeKubelet struct {
 	pods func(w http.ResponseWriter, r *http.Request)
 	// logs answers GET /containerLogs/...
 	logs func(w http.ResponseWriter, r *http.Request)
+	// exec answers /exec/...
+	exec func(w http.ResponseWriter, r *http.Request)
 }
 
 func newFakeKubelet(t *testing.T) *fakeKubelet {
@@ -56,13 +58,15 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.tokens = append(f.tokens, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		pods, logs := f.pods, f.logs
+		pods, logs, exec := f.pods, f.logs, f.exec
 		f.mu.Unlock()
 		switch {
 		case r.URL.Path == "/pods" && pods != nil:
 			pods(w, r)
 		case strings.HasPrefix(r.URL.Path, "/containerLogs/") && logs != nil:
 			logs(w, r)
+		case strings.HasPrefix(r.URL.Path, "/exec/") && exec != nil:
+			exec(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -360,6 +364,7 @@ func TestStatusErrors(t *testing.T) {
 			env.f.setPods(tt.handler)
 			x := env.executor(t)
 			_, err := x.ListContainerNames(ctxT(t))
+			t.Logf("error: %v", err)
 			wantContains(t, err, tt.want...)
 			if env.cfg.TokenFile != "" && tt.code == 401 {
 				wantContains(t, err, env.tokenFile)

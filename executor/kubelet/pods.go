@@ -24,12 +24,12 @@ var ErrPodNotFound = errors.New("pod not found on the kubelet")
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 	resp, err := e.get(ctx, "/pods", nil)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet: list pods on %s: %w", e.cfg.addr(), err)
+		return nil, fmt.Errorf("list pods on %s: %w", e.cfg.addr(), err)
 	}
 	defer resp.Body.Close()
 	pod, err := decodePod(resp.Body, e.cfg.Namespace, e.cfg.PodName)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet: list pods on %s: %w", e.cfg.addr(), err)
+		return nil, fmt.Errorf("list pods on %s: %w", e.cfg.addr(), err)
 	}
 	// Read what is left so the connection can be reused for the next poll
 	// (a new TLS handshake costs more than skipping bytes).

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/rest"
 )
@@ -28,9 +30,16 @@ const (
 // restarts); client-go's BearerTokenFile caches it for a minute, which is
 // enough for the API server but leaves a window where a rotated token is
 // refused, so this reads the file (a few hundred bytes from tmpfs) each time.
+//
+// It also turns a failure to verify the kubelet's certificate into a
+// *TLSError that names the CA file and the settings, here, where every
+// request passes (plain GETs, SPDY and WebSocket upgrades) and before
+// client-go's SPDY path flattens the error to text.
 type tokenRoundTripper struct {
-	file string
-	next http.RoundTripper
+	file   string
+	addr   string
+	caFile string
+	next   http.RoundTripper
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -41,7 +50,43 @@ func (t *tokenRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+token)
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err != nil && isCertError(err) {
+		te := &TLSError{Addr: t.addr, CAFile: t.caFile, Err: err}
+		if f, ok := req.Context().Value(tlsFailureKey{}).(*tlsFailure); ok {
+			f.set(te)
+		}
+		return nil, te
+	}
+	return resp, err
+}
+
+// tlsFailureKey keys a *tlsFailure in a request's context.
+type tlsFailureKey struct{}
+
+// tlsFailure carries a TLSError from the round tripper back to the exec
+// caller, past client-go code that keeps only its text.
+type tlsFailure struct {
+	mu  sync.Mutex
+	err *TLSError
+}
+
+func (f *tlsFailure) set(err *TLSError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+func (f *tlsFailure) get() *TLSError {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// withTLSFailure returns ctx carrying a fresh tlsFailure.
+func withTLSFailure(ctx context.Context) (context.Context, *tlsFailure) {
+	f := &tlsFailure{}
+	return context.WithValue(ctx, tlsFailureKey{}, f), f
 }
 
 // WrappedRoundTripper lets client-go's streaming code find the TLS settings
@@ -78,9 +123,9 @@ func restConfig(cfg Config) *rest.Config {
 	} else {
 		rc.TLSClientConfig.CAFile = cfg.CAFile
 	}
-	file := cfg.TokenFile
+	file, addr, caFile := cfg.TokenFile, cfg.addr(), cfg.CAFile
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return &tokenRoundTripper{file: file, next: rt}
+		return &tokenRoundTripper{file: file, addr: addr, caFile: caFile, next: rt}
 	}
 	return rc
 }
@@ -110,7 +155,13 @@ type StatusError struct {
 	// Hint says what to do about it, naming the token file, service account
 	// or RBAC verb involved.
 	Hint string
+	// Err is the underlying error when the status came through client-go's
+	// exec (a refused SPDY or WebSocket upgrade); nil for plain requests.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *StatusError) Unwrap() error { return e.Err }
 
 // Error implements error.
 func (e *StatusError) Error() string {
@@ -160,10 +211,11 @@ func isCertError(err error) bool {
 	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &ierr)
 }
 
-// mapTransportError turns a certificate failure into a TLSError; other
-// errors pass through.
+// mapTransportError turns a certificate failure that the round tripper did
+// not already explain into a TLSError; other errors pass through.
 func (e *Executor) mapTransportError(err error) error {
-	if err == nil || !isCertError(err) {
+	var te *TLSError
+	if err == nil || !isCertError(err) || errors.As(err, &te) {
 		return err
 	}
 	return &TLSError{Addr: e.cfg.addr(), CAFile: e.cfg.CAFile, Err: err}

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // maxPollFailures is how many /pods polls in a row may fail with an error
@@ -45,13 +48,21 @@ type watchResult struct {
 // makes the common case fast without polling faster. GetExitCode then
 // confirms with the kubelet's status, which is what knows the exit code.
 func (e *Executor) Wait(ctx context.Context, containerNames []string) error {
-	if err := e.wait(ctx, containerNames); err != nil {
+	if err := e.wait(ctx, containerNames, waitOptions{watch: true, pollMax: e.cfg.PollMax}); err != nil {
 		return fmt.Errorf("kubelet: wait for containers %v of pod %s/%s: %w", containerNames, e.cfg.Namespace, e.cfg.PodName, err)
 	}
 	return nil
 }
 
-func (e *Executor) wait(ctx context.Context, names []string) error {
+// waitOptions tune wait for its two users, Wait and Kill.
+type waitOptions struct {
+	// watch runs the exec watch beside polling.
+	watch bool
+	// pollMax bounds the poll interval.
+	pollMax time.Duration
+}
+
+func (e *Executor) wait(ctx context.Context, names []string, opt waitOptions) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -87,6 +98,9 @@ func (e *Executor) wait(ctx context.Context, names []string) error {
 			e.log.WithError(err).Warnf("kubelet: poll %d/%d of /pods failed; retrying", failures, maxPollFailures)
 		default:
 			failures = 0
+			// The exec watch's shell dies with the container's PID 1 only
+			// when the container has its own PID namespace.
+			watch := opt.watch && e.watchExit != nil && podexec.CheckKillable(workflow.ExecutorKubelet, &pod.Spec) == nil
 			var states strings.Builder
 			for _, n := range names {
 				st, ok := containerStatus(pod, n)
@@ -98,7 +112,7 @@ func (e *Executor) wait(ctx context.Context, names []string) error {
 				switch {
 				case st.State.Terminated != nil:
 					done[n] = true
-				case st.State.Running != nil && !watching[n] && e.watchExit != nil:
+				case st.State.Running != nil && !watching[n] && watch:
 					watching[n] = true
 					go func(name string) {
 						exits <- watchResult{container: name, err: e.watchExit(ctx, name)}
@@ -135,7 +149,7 @@ func (e *Executor) wait(ctx context.Context, names []string) error {
 				break waitTick
 			}
 		}
-		interval = min(2*interval, e.cfg.PollMax)
+		interval = min(2*interval, opt.pollMax)
 	}
 }
 
