@@ -46,6 +46,10 @@ type commonOptions struct {
 	Backend      BackendOptions
 	TemplatePath string
 	SidecarMode  string
+	WorkflowName string
+	// ArtifactRepository is the repository as JSON, without credentials.
+	ArtifactRepository       string
+	S3AccessKey, S3SecretKey string
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
@@ -78,6 +82,10 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string) err
 	if o.TemplatePath == "" {
 		o.TemplatePath = wf.TemplateFile
 	}
+	o.WorkflowName = getenv(wf.EnvWorkflowName)
+	o.ArtifactRepository = getenv(wf.EnvArtifactRepository)
+	o.S3AccessKey = getenv(wf.EnvS3AccessKey)
+	o.S3SecretKey = getenv(wf.EnvS3SecretKey)
 	o.SidecarMode = getenv(wf.EnvSidecarMode)
 	if o.SidecarMode == "" {
 		o.SidecarMode = wf.SidecarModeNative

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-
 )
 
 // IO is the process's environment as the commands see it, injected so that
