@@ -239,3 +239,14 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version printed %q", out.String())
 	}
 }
+
+func TestInitNeedsNoBackendSettings(t *testing.T) {
+	ran := false
+	env := with(baseEnv(), wf.EnvContainerRuntimeExecutor, "kubelet")
+	err := run(context.Background(), []string{"init"}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(env)}, runners{
+		init: func(context.Context, *InitOptions) error { ran = true; return nil },
+	})
+	if err != nil || !ran {
+		t.Fatalf("init with the kubelet executor and no ARGO_KUBELET_HOST: err %v, ran %v; init uses no backend", err, ran)
+	}
+}

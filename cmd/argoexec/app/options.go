@@ -128,6 +128,12 @@ func (o *commonOptions) validate(cmdName string) error {
 	if o.SidecarMode != wf.SidecarModeNative && o.SidecarMode != wf.SidecarModeLegacy {
 		return usageErrorf("argoexec %s: %s=%q is not a sidecar mode (want native or legacy)", cmdName, wf.EnvSidecarMode, o.SidecarMode)
 	}
+	return nil
+}
+
+// validateBackend checks the settings of the backend wait uses; init uses
+// no backend.
+func (o *commonOptions) validateBackend(cmdName string) error {
 	if o.Backend.Executor == wf.ExecutorKubelet {
 		if o.Backend.KubeletHost == "" {
 			return usageErrorf("argoexec %s: the kubelet executor needs %s (the pod builder sets it from status.hostIP)", cmdName, wf.EnvKubeletHost)

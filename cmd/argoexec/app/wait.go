@@ -28,7 +28,12 @@ func (o *WaitOptions) Complete(g *globalOptions, stdio IO) error {
 }
 
 // Validate checks the options before any work.
-func (o *WaitOptions) Validate() error { return o.validate("wait") }
+func (o *WaitOptions) Validate() error {
+	if err := o.validate("wait"); err != nil {
+		return err
+	}
+	return o.validateBackend("wait")
+}
 
 func newWaitCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *WaitOptions) error) *cobra.Command {
 	o := &WaitOptions{}

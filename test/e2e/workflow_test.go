@@ -1,0 +1,548 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/config"
+	"github.com/argoexec/argoexec/pkg/podspec"
+	"github.com/argoexec/argoexec/test/e2e/framework"
+)
+
+// wfEnv is one backend's workflow environment: a namespace with the RBAC of
+// manifests/overlays/<backend>, an S3 bucket and its credentials Secret, and
+// the ConfigMap the pods are built from.
+type wfEnv struct {
+	f       *framework.Framework
+	backend string
+	cfg     *config.Config
+	s3      *minio.Client
+	bucket  string
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// applyOverlay renders manifests/overlays/<backend> with kustomize and
+// creates its objects in the test's namespace, so the RBAC the tests run
+// under is exactly what the project ships. Cluster-scoped objects get the
+// namespace in their name and are deleted at the end.
+func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(), "manifests", "overlays", backend))
+	if err != nil {
+		t.Fatalf("kustomize build manifests/overlays/%s: %v", backend, err)
+	}
+	ctx := f.Context()
+	for _, r := range res.Resources() {
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetKind() {
+		case "ServiceAccount":
+			var o corev1.ServiceAccount
+			mustDecode(t, data, &o)
+			o.Namespace = f.Namespace
+			_, err = f.Client.CoreV1().ServiceAccounts(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		case "ConfigMap":
+			continue // the tests build their own config
+		case "Role":
+			var o rbacv1.Role
+			mustDecode(t, data, &o)
+			o.Namespace = f.Namespace
+			_, err = f.Client.RbacV1().Roles(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			mustDecode(t, data, &o)
+			o.Namespace = f.Namespace
+			for i := range o.Subjects {
+				o.Subjects[i].Namespace = f.Namespace
+			}
+			_, err = f.Client.RbacV1().RoleBindings(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			mustDecode(t, data, &o)
+			o.Name += "-" + f.Namespace
+			_, err = f.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
+			name := o.Name
+			t.Cleanup(func() { _ = f.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			mustDecode(t, data, &o)
+			o.Name += "-" + f.Namespace
+			o.RoleRef.Name += "-" + f.Namespace
+			for i := range o.Subjects {
+				o.Subjects[i].Namespace = f.Namespace
+			}
+			_, err = f.Client.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+			name := o.Name
+			t.Cleanup(func() {
+				_ = f.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+		default:
+			t.Fatalf("overlay %s: unexpected kind %s", backend, r.GetKind())
+		}
+		if err != nil {
+			t.Fatalf("create %s %s from overlay %s: %v", r.GetKind(), r.GetName(), backend, err)
+		}
+	}
+}
+
+func mustDecode(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := wf.DecodeStrict(data, v); err != nil {
+		t.Fatalf("decode %s: %v", data, err)
+	}
+}
+
+func newWfEnv(t *testing.T, backend string) *wfEnv {
+	f := framework.New(t)
+	applyOverlay(t, f, backend)
+	env := f.Env
+	u, err := url.Parse(env.S3Endpoint)
+	if err != nil || env.S3AccessKey == "" {
+		t.Fatalf("S3 endpoint %q / keys not set (hack/cluster.sh up writes %s/s3.env): %v", env.S3Endpoint, env.State, err)
+	}
+	s3, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(env.S3AccessKey, env.S3SecretKey, ""), Secure: u.Scheme == "https", Region: env.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := "e2e-" + f.Namespace
+	if len(bucket) > 63 {
+		bucket = bucket[:63]
+	}
+	ctx := f.Context()
+	if err := s3.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: env.S3Region}); err != nil {
+		t.Fatalf("make bucket %s: %v", bucket, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for o := range s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+			_ = s3.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
+		}
+		_ = s3.RemoveBucket(ctx, bucket)
+	})
+	if _, err := f.Client.CoreV1().Secrets(f.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials"},
+		StringData: map[string]string{"accesskey": env.S3AccessKey, "secretkey": env.S3SecretKey},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	insecure := u.Scheme != "https"
+	cfg := config.Default()
+	cfg.ContainerRuntimeExecutor = backend
+	cfg.Executor.Image = env.ExecutorImage
+	cfg.Executor.ImagePullPolicy = corev1.PullNever
+	cfg.Executor.Args = []string{"--loglevel=debug"}
+	cfg.ArtifactRepository.S3 = &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{
+		Endpoint: u.Host, Bucket: bucket, Region: env.S3Region, Insecure: &insecure,
+		AccessKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "accesskey"},
+		SecretKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "secretkey"},
+	}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	return &wfEnv{f: f, backend: backend, cfg: cfg, s3: s3, bucket: bucket}
+}
+
+// stepResult is what a step left behind.
+type stepResult struct {
+	pod        *corev1.Pod
+	outputs    *wf.NodeOutputs
+	waitLog    string
+	mainExited time.Time // main's terminated.finishedAt
+	finished   time.Time // when the test saw the pod finish (or wait terminate)
+}
+
+// run builds the pod for tmpl, runs it, and waits until it has finished
+// (Succeeded or Failed), or, with untilWaitExits, until the wait container
+// has terminated (for pods whose sidecars legitimately keep them running).
+func (e *wfEnv) run(t *testing.T, name string, tmpl *wf.Template, mutate func(*corev1.Pod), untilWaitExits bool) *stepResult {
+	t.Helper()
+	pod, err := podspec.Build(e.cfg, tmpl, podspec.Meta{PodName: name, Namespace: e.f.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
+	if err != nil {
+		t.Fatalf("podspec.Build: %v", err)
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	client := e.f.Client.CoreV1().Pods(e.f.Namespace)
+	created, err := client.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = client.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	done := func(p *corev1.Pod) bool {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return true
+		}
+		if untilWaitExits {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == wf.WaitContainerName && cs.State.Terminated != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	final := watchPod(ctx, t, e, name, created.ResourceVersion, done)
+	res := &stepResult{pod: final, finished: time.Now()}
+	for _, cs := range final.Status.ContainerStatuses {
+		if cs.Name == wf.MainContainerName && cs.State.Terminated != nil {
+			res.mainExited = cs.State.Terminated.FinishedAt.Time
+		}
+	}
+	if a := final.Annotations[wf.AnnotationOutputs]; a != "" {
+		res.outputs = &wf.NodeOutputs{}
+		if err := json.Unmarshal([]byte(a), res.outputs); err != nil {
+			t.Fatalf("outputs annotation %q: %v", a, err)
+		}
+	}
+	res.waitLog = containerLog(ctx, e, name, wf.WaitContainerName)
+	t.Logf("pod %s: phase %s; wait log:\n%s", name, final.Status.Phase, res.waitLog)
+	for _, cs := range final.Status.InitContainerStatuses {
+		if cs.Name == wf.InitContainerName && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+			t.Logf("init container: %+v; log:\n%s", cs.State, containerLog(ctx, e, name, wf.InitContainerName))
+		}
+	}
+	return res
+}
+
+func watchPod(ctx context.Context, t *testing.T, e *wfEnv, name, rv string, done func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	client := e.f.Client.CoreV1().Pods(e.f.Namespace)
+	for {
+		w, err := client.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv})
+		if err != nil {
+			t.Fatalf("watch pod %s: %v", name, err)
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				break
+			}
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			rv = p.ResourceVersion
+			if done(p) {
+				w.Stop()
+				return p
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			p, _ := client.Get(context.Background(), name, metav1.GetOptions{})
+			t.Fatalf("pod %s did not finish in time; status: %+v", name, p.Status)
+		}
+		p, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get pod %s: %v", name, err)
+		}
+		if done(p) {
+			return p
+		}
+		rv = p.ResourceVersion
+	}
+}
+
+func containerLog(ctx context.Context, e *wfEnv, pod, container string) string {
+	rc, err := e.f.Client.CoreV1().Pods(e.f.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	return string(b)
+}
+
+func (r *stepResult) param(t *testing.T, name string) string {
+	t.Helper()
+	if r.outputs == nil {
+		t.Fatalf("no outputs reported; wait log:\n%s", r.waitLog)
+	}
+	for _, p := range r.outputs.Parameters {
+		if p.Name == name && p.Value != nil {
+			return string(*p.Value)
+		}
+	}
+	t.Fatalf("no output parameter %q in %+v", name, r.outputs.Parameters)
+	return ""
+}
+
+func workVolume() ([]corev1.Volume, []corev1.VolumeMount) {
+	return []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		[]corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+}
+
+func (e *wfEnv) busybox(script string) *corev1.Container {
+	_, mounts := workVolume()
+	return &corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", script}, VolumeMounts: mounts}
+}
+
+func (e *wfEnv) template(name, script string) *wf.Template {
+	vols, _ := workVolume()
+	return &wf.Template{Name: name, Container: e.busybox(script), Volumes: vols}
+}
+
+// TestWorkflow runs init and wait for real on every backend that runs pods
+// on this cluster's kubelet. The docker backend needs pods running on Docker
+// (cri-dockerd), which this testbed's kubelet cannot use (realk8s.md): its
+// init/wait flow is covered by TestDockerWorkflow, on dockerd directly.
+func TestWorkflow(t *testing.T) {
+	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			e := newWfEnv(t, backend)
+			t.Run("ScriptResult", e.testScriptResult)
+			t.Run("Parameters", e.testParameters)
+			t.Run("MissingParameter", e.testMissingParameter)
+			t.Run("Artifacts", e.testArtifacts)
+			t.Run("Script200KiB", e.testBigScript)
+			t.Run("NativeSidecarIgnoringTERM", e.testNativeSidecar)
+			t.Run("LegacySidecarIgnoringTERM", e.testLegacySidecar)
+			t.Run("DeadlineExceeded", e.testDeadline)
+			t.Run("AnnotationBudget", e.testAnnotationBudget)
+		})
+	}
+}
+
+func (e *wfEnv) testScriptResult(t *testing.T) {
+	t.Parallel()
+	tmpl := &wf.Template{Name: "script", Script: &wf.ScriptTemplate{
+		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+		Source:    "echo hello from the script\necho 7",
+	}}
+	r := e.run(t, "script", tmpl, nil, false)
+	if r.pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s", r.pod.Status.Phase)
+	}
+	if r.outputs == nil || r.outputs.Result == nil || *r.outputs.Result != "hello from the script\n7" {
+		t.Fatalf("result = %+v", r.outputs)
+	}
+	if r.outputs.ExitCode == nil || *r.outputs.ExitCode != 0 {
+		t.Errorf("exitCode = %v", r.outputs.ExitCode)
+	}
+	t.Logf("main exited -> pod finished seen at +%s", r.finished.Sub(r.mainExited).Round(time.Millisecond))
+}
+
+func (e *wfEnv) testParameters(t *testing.T) {
+	t.Parallel()
+	tmpl := e.template("params", "echo 42 > /work/answer; exit 3")
+	tmpl.Outputs.Parameters = []wf.Parameter{
+		{Name: "answer", ValueFrom: &wf.ValueFrom{Path: "/work/answer"}},
+		{Name: "fallback", Default: wf.AnyStringPtr("the default"), ValueFrom: &wf.ValueFrom{Path: "/work/never-written"}},
+	}
+	r := e.run(t, "params", tmpl, nil, false)
+	if got := r.param(t, "answer"); got != "42" {
+		t.Errorf("answer = %q", got)
+	}
+	if got := r.param(t, "fallback"); got != "the default" {
+		t.Errorf("fallback = %q", got)
+	}
+	if r.outputs.ExitCode == nil || *r.outputs.ExitCode != 3 {
+		t.Errorf("exitCode = %v, want 3", r.outputs.ExitCode)
+	}
+	if r.pod.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed (main exited 3)", r.pod.Status.Phase)
+	}
+}
+
+func (e *wfEnv) testMissingParameter(t *testing.T) {
+	t.Parallel()
+	tmpl := e.template("missing", "true")
+	tmpl.Outputs.Parameters = []wf.Parameter{{Name: "needed", ValueFrom: &wf.ValueFrom{Path: "/work/not-there"}}}
+	r := e.run(t, "missing", tmpl, nil, false)
+	if r.pod.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed", r.pod.Status.Phase)
+	}
+	want := `output parameter "needed": /work/not-there does not exist in container main and the parameter has no default`
+	if !strings.Contains(r.waitLog, want) {
+		t.Errorf("wait log does not say %q", want)
+	}
+	for _, cs := range r.pod.Status.ContainerStatuses {
+		if cs.Name == wf.WaitContainerName && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode == 0) {
+			t.Errorf("wait container state %+v, want a non-zero exit", cs.State)
+		}
+	}
+}
+
+func (e *wfEnv) testArtifacts(t *testing.T) {
+	t.Parallel()
+	// Step 1 makes 3 MiB of random data in a directory and records its checksum.
+	prod := e.template("produce", `mkdir -p /work/out/sub && head -c 3145728 /dev/urandom > /work/out/sub/data.bin && echo small > /work/out/a.txt && sha256sum /work/out/sub/data.bin | cut -d' ' -f1 > /work/sum`)
+	prod.Outputs.Parameters = []wf.Parameter{{Name: "sum", ValueFrom: &wf.ValueFrom{Path: "/work/sum"}}}
+	prod.Outputs.Artifacts = []wf.Artifact{
+		{Name: "out", Path: "/work/out"},
+		{Name: "raw", Path: "/work/out/a.txt", Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}},
+		{Name: "maybe", Path: "/work/none", Optional: true},
+	}
+	r1 := e.run(t, "produce", prod, nil, false)
+	if r1.pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("produce: phase %s", r1.pod.Status.Phase)
+	}
+	sum := r1.param(t, "sum")
+	if len(r1.outputs.Artifacts) != 2 {
+		t.Fatalf("artifacts %+v, want out and raw (maybe is optional and absent)", r1.outputs.Artifacts)
+	}
+	var outKey string
+	for _, a := range r1.outputs.Artifacts {
+		if a.S3 == nil || a.S3.Bucket != e.bucket {
+			t.Fatalf("artifact %s has no S3 location in bucket %s: %+v", a.Name, e.bucket, a.S3)
+		}
+		if a.Name == "out" {
+			outKey = a.S3.Key
+		}
+	}
+	// The raw artifact is stored byte-exact.
+	obj, err := e.s3.GetObject(e.f.Context(), e.bucket, "wf/produce/raw.tgz", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(obj); string(b) != "small\n" {
+		t.Errorf("raw artifact = %q", b)
+	}
+	// Step 2 loads it as an input artifact and checks the data.
+	cons := e.template("consume", `sha256sum /in/out/sub/data.bin | cut -d' ' -f1 > /work/sum; cat /in/out/a.txt > /work/a; cat /in/greeting > /work/greeting`)
+	cons.Inputs.Artifacts = []wf.Artifact{
+		{Name: "out", Path: "/in/out", S3: &wf.S3Artifact{Key: outKey}},
+		{Name: "greeting", Path: "/in/greeting", Raw: &wf.RawArtifact{Data: "hi there"}},
+		{Name: "absent", Path: "/in/absent", Optional: true, S3: &wf.S3Artifact{Key: "does/not/exist.tgz"}},
+	}
+	cons.Outputs.Parameters = []wf.Parameter{
+		{Name: "sum", ValueFrom: &wf.ValueFrom{Path: "/work/sum"}},
+		{Name: "a", ValueFrom: &wf.ValueFrom{Path: "/work/a"}},
+		{Name: "greeting", ValueFrom: &wf.ValueFrom{Path: "/work/greeting"}},
+	}
+	r2 := e.run(t, "consume", cons, nil, false)
+	if r2.pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("consume: phase %s", r2.pod.Status.Phase)
+	}
+	if got := r2.param(t, "sum"); got != sum {
+		t.Errorf("consumer saw sha256 %s, producer wrote %s", got, sum)
+	}
+	if got := r2.param(t, "a"); got != "small" {
+		t.Errorf("a = %q", got)
+	}
+	if got := r2.param(t, "greeting"); got != "hi there" {
+		t.Errorf("greeting = %q", got)
+	}
+}
+
+func (e *wfEnv) testBigScript(t *testing.T) {
+	t.Parallel()
+	src := strings.Repeat("# padding line to make the script large\n", 200*1024/40) + "echo big script ran"
+	tmpl := &wf.Template{Name: "big", Script: &wf.ScriptTemplate{
+		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+		Source:    src,
+	}}
+	r := e.run(t, "big-script", tmpl, nil, false)
+	if r.outputs == nil || r.outputs.Result == nil || *r.outputs.Result != "big script ran" {
+		t.Fatalf("a %d-byte script: outputs %+v, phase %s", len(src), r.outputs, r.pod.Status.Phase)
+	}
+}
+
+const ignoreTERM = `trap '' TERM; while true; do sleep 1 & wait $!; done`
+
+func (e *wfEnv) sidecarTemplate(name string) *wf.Template {
+	tmpl := e.template(name, "sleep 2")
+	tmpl.Sidecars = []wf.UserContainer{{Container: corev1.Container{Name: "stubborn", Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", ignoreTERM}}}}
+	return tmpl
+}
+
+func (e *wfEnv) testNativeSidecar(t *testing.T) {
+	t.Parallel()
+	const grace = 3
+	r := e.run(t, "native-sidecar", e.sidecarTemplate("native"), func(p *corev1.Pod) {
+		g := int64(grace)
+		p.Spec.TerminationGracePeriodSeconds = &g
+	}, false)
+	if r.pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s, want Succeeded", r.pod.Status.Phase)
+	}
+	if d := r.finished.Sub(r.mainExited); d > (grace+2)*time.Second+time.Second { // +1 s: finishedAt has 1 s resolution
+		t.Errorf("pod Succeeded %s after main exited; want within grace (%ds) + 2s", d.Round(time.Millisecond), grace)
+	} else {
+		t.Logf("sidecar ignoring TERM: pod Succeeded %s after main exited (grace %ds)", d.Round(time.Millisecond), grace)
+	}
+}
+
+func (e *wfEnv) testLegacySidecar(t *testing.T) {
+	t.Parallel()
+	saved := *e.cfg
+	cfg := saved
+	cfg.SidecarMode = wf.SidecarModeLegacy
+	le := *e
+	le.cfg = &cfg
+	r := le.run(t, "legacy-sidecar", e.sidecarTemplate("legacy"), nil, true)
+	want := `container "stubborn"`
+	if !strings.Contains(r.waitLog, want) || !strings.Contains(r.waitLog, "PID 1") {
+		t.Errorf("wait log does not report the surviving sidecar by name (%s) and why", want)
+	}
+}
+
+func (e *wfEnv) testDeadline(t *testing.T) {
+	t.Parallel()
+	tmpl := e.template("deadline", "echo partial > /work/p; sleep 600")
+	d := int64(5)
+	tmpl.ActiveDeadlineSeconds = &d
+	tmpl.Outputs.Parameters = []wf.Parameter{{Name: "p", ValueFrom: &wf.ValueFrom{Path: "/work/p"}}}
+	start := time.Now()
+	r := e.run(t, "deadline", tmpl, nil, false)
+	if r.pod.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed", r.pod.Status.Phase)
+	}
+	if took := time.Since(start); took > 60*time.Second {
+		t.Errorf("a 5 s deadline took %s to end the pod", took)
+	}
+	t.Logf("deadline: reason %q, pod ended %s after creation", r.pod.Status.Reason, time.Since(start).Round(time.Millisecond))
+}
+
+func (e *wfEnv) testAnnotationBudget(t *testing.T) {
+	t.Parallel()
+	tmpl := e.template("budget", `head -c 153600 /dev/zero | tr '\0' a > /work/p1; head -c 153600 /dev/zero | tr '\0' b > /work/p2`)
+	tmpl.Outputs.Parameters = []wf.Parameter{
+		{Name: "p1", ValueFrom: &wf.ValueFrom{Path: "/work/p1"}},
+		{Name: "p2", ValueFrom: &wf.ValueFrom{Path: "/work/p2"}},
+	}
+	r := e.run(t, "budget", tmpl, nil, false)
+	if r.pod.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed", r.pod.Status.Phase)
+	}
+	for _, want := range []string{"annotation budget", "output parameter p", "output artifact"} {
+		if !strings.Contains(r.waitLog, want) {
+			t.Errorf("wait log does not say %q", want)
+		}
+	}
+}
+
