@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,11 @@ const (
 	// sandbox (pause) container, which is never one of the pod's containers.
 	SandboxContainerName = "POD"
 )
+
+// readBufferSize is the HTTP transport's read buffer: the archive and logs
+// streams are read through it, and the default 4 KiB costs a syscall per
+// 4 KiB.
+const readBufferSize = 256 * 1024
 
 // configKey is the ConfigMap key that sets the socket path, named in errors.
 const configKey = "dockerSockPath"
@@ -127,7 +133,17 @@ func newExecutor(cfg Config, log *logrus.Entry, dial func(ctx context.Context, n
 	e := &Executor{cfg: cfg, log: log.WithField("backend", workflow.ExecutorDocker), dial: dial}
 	sock := cfg.SockPath
 	cli, err := client.New(
+		client.WithHTTPClient(&http.Client{
+			Transport: &http.Transport{
+				// As the client's default; bigger reads for the archive stream.
+				MaxIdleConns:    6,
+				IdleConnTimeout: 30 * time.Second,
+				ReadBufferSize:  readBufferSize,
+			},
+			CheckRedirect: client.CheckRedirect,
+		}),
 		client.WithHost("unix://"+sock),
+		client.WithScheme("http"),
 		// The socket is fixed: whatever address the transport asks for,
 		// dial the configured path.
 		client.WithDialContext(func(ctx context.Context, _, _ string) (net.Conn, error) {
