@@ -247,8 +247,13 @@ node_cleanup() {
   rm -rf /run/containerd/io.containerd.runtime.v2.task /run/containerd/io.containerd.grpc.v1.cri \
          /run/containerd/runc /run/docker/containerd /run/docker/netns 2>/dev/null || true
   rm -rf "$STATE/cni/ipam"
-  # pod volume dirs are recreated by the kubelet from the API; stale ones only confuse it
-  rm -rf "$KUBELET_ROOT/pods" 2>/dev/null || true
+  # pod volume dirs are recreated by the kubelet from the API; stale ones only confuse it.
+  # Never rm through a mount (a subPath bind mount would take host files with it).
+  if [ -z "$(mounts_under "$KUBELET_ROOT")" ]; then
+    rm -rf "$KUBELET_ROOT/pods" 2>/dev/null || true
+  else
+    log "mounts remain under $KUBELET_ROOT; leaving its pod dirs alone"
+  fi
 }
 
 # ---------------------------------------------------------------- network
