@@ -90,7 +90,9 @@ func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
 			o.Name += "-" + f.Namespace
 			_, err = f.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
 			name := o.Name
-			t.Cleanup(func() { _ = f.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = f.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
 		case "ClusterRoleBinding":
 			var o rbacv1.ClusterRoleBinding
 			mustDecode(t, data, &o)
@@ -545,4 +547,3 @@ func (e *wfEnv) testAnnotationBudget(t *testing.T) {
 		}
 	}
 }
-
