@@ -74,6 +74,7 @@ func (b *builder) executorContainer(name string) corev1.Container {
 	c.VolumeMounts = []corev1.VolumeMount{
 		varRunArgoMount(),
 		{Name: workflow.PodMetadataVolume, MountPath: workflow.PodMetadataPath, ReadOnly: true},
+		{Name: workflow.ExecutorTmpVolume, MountPath: workflow.ExecutorTmpPath},
 	}
 	return c
 }
@@ -109,6 +110,17 @@ func (b *builder) shapeWaitForBackend(c *corev1.Container) {
 	case workflow.ExecutorDocker:
 		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvDockerSockPath, Value: b.cfg.DockerSockPath})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.DockerSockVolume, MountPath: b.cfg.DockerSockPath, ReadOnly: true})
+		// The socket is root's (mode 0660): wait runs as root unless the
+		// ConfigMap's executor.securityContext says otherwise (e.g. the
+		// socket's group in runAsGroup). The socket is root on the node
+		// anyway: that is the docker backend's price.
+		if c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil {
+			if c.SecurityContext == nil {
+				c.SecurityContext = &corev1.SecurityContext{}
+			}
+			root := int64(0)
+			c.SecurityContext.RunAsUser = &root
+		}
 	case workflow.ExecutorKubelet:
 		c.Env = append(c.Env,
 			fieldEnv(workflow.EnvKubeletHost, "status.hostIP"),
@@ -156,6 +168,7 @@ func (b *builder) volumes() []corev1.Volume {
 	vols := []corev1.Volume{
 		{Name: workflow.VarRunArgoVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		templateVolume(),
+		{Name: workflow.ExecutorTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	if len(b.tmpl.Inputs.Artifacts) > 0 {
 		vols = append(vols, corev1.Volume{Name: workflow.InputArtifactsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -103,6 +103,12 @@ const (
 	// NAME goes to InputArtifactsPath/NAME (a file, or a directory for an
 	// unpacked tarball).
 	InputArtifactsPath = "/inputs/artifacts"
+	// ExecutorTmpVolume is an emptyDir mounted at ExecutorTmpPath in init and
+	// wait only: their private scratch space (the argoexec image has no
+	// writable /tmp, and main must not reach what wait stages there).
+	ExecutorTmpVolume = "argoexec-tmp"
+	// ExecutorTmpPath is where ExecutorTmpVolume is mounted.
+	ExecutorTmpPath = "/tmp"
 	// DockerSockVolume is the hostPath volume for the docker socket.
 	DockerSockVolume = "docker-sock"
 	// ServiceAccountTokenPath is the projected service-account token that
