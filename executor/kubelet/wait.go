@@ -15,8 +15,12 @@ import (
 )
 
 // maxPollFailures is how many /pods polls in a row may fail with an error
-// that could pass (a 5xx, a reset connection) before Wait gives up.
-const maxPollFailures = 5
+// that could pass (a 5xx, a refused or reset connection) before Wait gives
+// up. The interval backs off to PollMax meanwhile, so with the default 1 s
+// this rides out about 28 s of a kubelet that does not answer: a kubelet
+// restart (an upgrade, a config change) takes a few seconds and leaves the
+// containers running, and a step that runs for hours must not fail for it.
+const maxPollFailures = 30
 
 // watchResult is how one exec watch ended.
 type watchResult struct {

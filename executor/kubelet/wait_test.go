@@ -278,3 +278,17 @@ func TestWaitUnknownContainer(t *testing.T) {
 		t.Errorf("Wait on no containers: %v", err)
 	}
 }
+
+func TestWaitKubeletDown(t *testing.T) {
+	env := newEnv(t)
+	x := env.executor(t)
+	env.f.srv.Close() // a kubelet restarting: connections refused
+	clock := &fakeClock{}
+	x.after = clock.after
+	err := x.Wait(ctxT(t), []string{"main"})
+	wantContains(t, err, "list pods on "+env.cfg.addr(), "connection refused")
+	got := clock.got()
+	if len(got) != maxPollFailures-1 || got[len(got)-1] != DefaultPollMax {
+		t.Errorf("retried with intervals %v; want %d polls backing off to %v", got, maxPollFailures, DefaultPollMax)
+	}
+}
