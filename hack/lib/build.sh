@@ -18,8 +18,11 @@ k8s_ok() {
   for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
     [ -x "$BIN/$b" ] || return 1
   done
-  "$BIN/kubelet" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$" || return 1
-  "$BIN/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$" || return 1
+  local v
+  for b in kubelet kube-apiserver kube-controller-manager kube-scheduler; do
+    v=$("$BIN/$b" --version 2>/dev/null || true)
+    [ "$v" = "Kubernetes $K8S_VERSION" ] || return 1
+  done
 }
 
 build_k8s() {
@@ -69,7 +72,9 @@ GO
 }
 
 build_etcd() {
-  if [ -x "$BIN/etcd" ] && "$BIN/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
+  local v=""
+  [ -x "$BIN/etcd" ] && v=$("$BIN/etcd" --version 2>/dev/null || true)
+  if [[ $v == *"etcd Version: ${ETCD_VERSION#v}"* ]]; then
     log "etcd $ETCD_VERSION present"; return 0; fi
   local d=$CACHE/etcd-build t0=$SECONDS
   mkdir -p "$d"
