@@ -79,8 +79,12 @@ type fakeExec struct {
 	spdyStatus int // 0: 403, as for a token with only nodes/proxy get
 	wsStatus   int // non-zero: refuse the WebSocket too
 	files      map[string]string
-	// dies is closed when the container's PID 1 exits.
-	dies chan struct{}
+	// dies is closed when the container's PID 1 exits; with dieOnTERM, SIGTERM
+	// closes it.
+	dies      chan struct{}
+	dieOnTERM bool
+	// statusLags keeps the kubelet's status at running after SIGTERM.
+	statusLags bool
 
 	mu       sync.Mutex
 	methods  []string
@@ -174,6 +178,9 @@ func (f *fakeExec) run(cmd []string, stdout, stderr func([]byte), stdinEOF <-cha
 		}
 	case len(cmd) == 3 && cmd[0] == "sh" && strings.HasPrefix(cmd[2], "kill -s TERM 1"):
 		f.mu.Lock()
+		if f.dieOnTERM && !f.termed {
+			close(f.dies)
+		}
 		f.termed = true
 		f.mu.Unlock()
 		return 0
@@ -195,10 +202,12 @@ func execEnv(t *testing.T, fe *fakeExec) (*testEnv, *Executor) {
 	env.f.exec = fe.serve
 	env.f.setPods(func(w http.ResponseWriter, r *http.Request) {
 		main := running()
-		if fe.wasTermed() {
+		if fe.wasTermed() && !fe.statusLags {
 			main = terminated(143)
 		}
-		servePods(pod(map[string]corev1.ContainerState{"main": main}, "main"))(w, r)
+		p := pod(map[string]corev1.ContainerState{"main": main}, "main")
+		p.Status.ContainerStatuses[0].ContainerID = "containerd://main-1"
+		servePods(p)(w, r)
 	})
 	return env, env.executor(t)
 }
@@ -325,21 +334,40 @@ func TestWaitExecWatch(t *testing.T) {
 }
 
 func TestKill(t *testing.T) {
-	fe := &fakeExec{}
-	_, x := execEnv(t, fe)
-	if err := x.Kill(ctxT(t), []string{"main"}, 10*time.Second); err != nil {
-		t.Fatalf("Kill: %v", err)
+	tests := []struct {
+		name string
+		fe   *fakeExec
+	}{
+		{"status shows the exit", &fakeExec{}},
+		{"exec watch sees the exit before status", &fakeExec{dies: make(chan struct{}), dieOnTERM: true, statusLags: true}},
 	}
-	if !fe.wasTermed() {
-		t.Error("Kill sent no SIGTERM")
-	}
-	// Now terminated: a second Kill is a no-op.
-	n := len(fe.commands)
-	if err := x.Kill(ctxT(t), []string{"main"}, time.Second); err != nil {
-		t.Fatalf("second Kill: %v", err)
-	}
-	if len(fe.commands) != n {
-		t.Errorf("second Kill ran %q", fe.commands[n:])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fe := tt.fe
+			_, x := execEnv(t, fe)
+			x.after = (&fakeClock{}).after
+			if err := x.Kill(ctxT(t), []string{"main"}, 10*time.Second); err != nil {
+				t.Fatalf("Kill: %v", err)
+			}
+			if !fe.wasTermed() {
+				t.Error("Kill sent no SIGTERM")
+			}
+			// Now stopped: a second Kill is a no-op, and Wait returns at once.
+			fe.mu.Lock()
+			n := len(fe.commands)
+			fe.mu.Unlock()
+			if err := x.Kill(ctxT(t), []string{"main"}, time.Second); err != nil {
+				t.Fatalf("second Kill: %v", err)
+			}
+			if err := x.Wait(ctxT(t), []string{"main"}); err != nil {
+				t.Fatalf("Wait after Kill: %v", err)
+			}
+			fe.mu.Lock()
+			defer fe.mu.Unlock()
+			if len(fe.commands) != n {
+				t.Errorf("second Kill and Wait ran %q", fe.commands[n:])
+			}
+		})
 	}
 
 	env := newEnv(t)

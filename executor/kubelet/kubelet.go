@@ -131,9 +131,10 @@ type Executor struct {
 	watchExit func(ctx context.Context, container string) error
 
 	mu sync.Mutex
-	// exitSeen records containers whose exec watch ended because their
-	// processes died, before the kubelet's status says so.
-	exitSeen map[string]time.Time
+	// exitSeen records, by container name, the container ID whose exec
+	// watch ended because its processes died, before the kubelet's status
+	// says so.
+	exitSeen map[string]string
 }
 
 var _ executor.ContainerRuntimeExecutor = (*Executor)(nil)
@@ -171,7 +172,7 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 		rest:     rc,
 		client:   client,
 		after:    time.After,
-		exitSeen: map[string]time.Time{},
+		exitSeen: map[string]string{},
 	}
 	e.pe = e.newPodexec()
 	e.watchExit = e.pe.WaitExit

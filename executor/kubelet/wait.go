@@ -24,8 +24,9 @@ const maxPollFailures = 30
 
 // watchResult is how one exec watch ended.
 type watchResult struct {
-	container string
-	err       error
+	container   string
+	containerID string
+	err         error
 }
 
 // Wait blocks until every named container has terminated, or ctx ends.
@@ -114,13 +115,13 @@ func (e *Executor) wait(ctx context.Context, names []string, opt waitOptions) er
 				state := stateName(st.State)
 				fmt.Fprintf(&states, "%s=%s;", n, state)
 				switch {
-				case st.State.Terminated != nil:
+				case st.State.Terminated != nil, e.sawExit(n, st.ContainerID):
 					done[n] = true
 				case st.State.Running != nil && !watching[n] && watch:
 					watching[n] = true
-					go func(name string) {
-						exits <- watchResult{container: name, err: e.watchExit(ctx, name)}
-					}(n)
+					go func(name, id string) {
+						exits <- watchResult{container: name, containerID: id, err: e.watchExit(ctx, name)}
+					}(n, st.ContainerID)
 				}
 			}
 			if allDone() {
@@ -145,7 +146,7 @@ func (e *Executor) wait(ctx context.Context, names []string, opt waitOptions) er
 				}
 				e.log.WithField("container", r.container).Debug("kubelet: exec watch saw the container's processes die")
 				done[r.container] = true
-				e.markExitSeen(r.container)
+				e.markExitSeen(r.container, r.containerID)
 				if allDone() {
 					return nil
 				}
@@ -157,12 +158,23 @@ func (e *Executor) wait(ctx context.Context, names []string, opt waitOptions) er
 	}
 }
 
-// markExitSeen records that the exec watch saw the container die, so
-// GetExitCode waits for the kubelet's status to catch up.
-func (e *Executor) markExitSeen(name string) {
+// markExitSeen records that the exec watch saw the container (instance id)
+// die, so GetExitCode waits for the kubelet's status to catch up and Kill
+// does not signal it again.
+func (e *Executor) markExitSeen(name, id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.exitSeen[name] = time.Now()
+	e.exitSeen[name] = id
+}
+
+// sawExit reports whether the exec watch saw this instance of the
+// container die. A container restarted since (a native sidecar) has
+// another ID.
+func (e *Executor) sawExit(name, id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	seen, ok := e.exitSeen[name]
+	return ok && seen == id
 }
 
 // retryable reports whether a failed /pods poll may succeed if tried again:
