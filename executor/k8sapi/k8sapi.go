@@ -9,6 +9,7 @@
 //	pods       get, watch  status, exit codes, container names; Wait's watch
 //	pods/log   get         GetOutputStream
 //	pods/exec  create      files (tar), Kill (sh's kill builtin), Wait's fast path
+//	                       (the WebSocket fallback is authorised as pods/exec get)
 //
 // Exec sessions use SPDY and fall back on WebSocket where SPDY is refused
 // (podexec.NewStreamExecutor). A 403 becomes an error that names the verb and
@@ -187,8 +188,9 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 }
 
 // GetFileContents returns the file at path in the named container, read
-// with `cat` over pods/exec; files over Config.MaxFileBytes (256 KiB by
-// default, the whole annotation budget of the outputs) are an error.
+// with `tar` over pods/exec (podexec.Client.GetFileContents: the tar header's
+// size catches a session cut short); files over Config.MaxFileBytes (256 KiB
+// by default, the whole annotation budget of the outputs) are an error.
 func (e *Executor) GetFileContents(ctx context.Context, containerName, path string) (string, error) {
 	s, err := e.pe.GetFileContents(ctx, containerName, path, e.cfg.MaxFileBytes)
 	return s, e.execError(ctx, err)

@@ -121,20 +121,29 @@ func unsafeEntry(name, why string) error {
 // does not grow with the size of the entries.
 //
 // An unsafe entry stops the copy with an error naming it; what was written to
-// w by then is an incomplete archive that the caller should discard. A stream
-// with no entries at all gives a valid empty archive. Repack stops with ctx.Err() when ctx
+// w by then is an incomplete archive that the caller should discard. The
+// stream must end with tar's end-of-archive marker: a stream that stops
+// before it (empty, or cut between two entries) is an error wrapping
+// io.ErrUnexpectedEOF, since a dropped exec connection ends without one. Repack stops with ctx.Err() when ctx
 // ends, at the next read.
 func Repack(ctx context.Context, r io.Reader, w io.Writer, level int) error {
 	zw, err := gzip.NewWriterLevel(w, level)
 	if err != nil {
 		return fmt.Errorf("archive: repack: %w", err)
 	}
-	tr := tar.NewReader(ctxReader{ctx: ctx, r: r})
+	in := &eofTracker{r: ctxReader{ctx: ctx, r: r}}
+	tr := tar.NewReader(in)
 	tw := tar.NewWriter(zw)
 	bufp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bufp)
 	for {
 		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) && in.hitEOF {
+			// tar.Reader takes a clean end of the stream between entries for
+			// the end of the archive; a stream cut short (an exec session
+			// whose connection dropped ends without an error) looks the same.
+			return fmt.Errorf("archive: repack: the tar stream ended without its end-of-archive marker (cut short?): %w", io.ErrUnexpectedEOF)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -222,6 +231,22 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// eofTracker records whether its reader ever reported a bare io.EOF (no
+// data): tar.Reader stops reading once it has the end-of-archive marker, so
+// if the underlying stream hit EOF first, the marker was missing.
+type eofTracker struct {
+	r      io.Reader
+	hitEOF bool
+}
+
+func (t *eofTracker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n == 0 && errors.Is(err, io.EOF) {
+		t.hitEOF = true
+	}
+	return n, err
 }
 
 // onlyReader hides any WriterTo/ReaderFrom so io.CopyBuffer uses our buffer.

@@ -332,17 +332,40 @@ func TestExtractPlainTar(t *testing.T) {
 	assertFile(t, filepath.Join(dest, "out/a.txt"), "hello\n")
 }
 
-func TestRepackEmptyStream(t *testing.T) {
+func TestRepackEmptyArchive(t *testing.T) {
 	var tgz bytes.Buffer
-	if err := Repack(context.Background(), strings.NewReader(""), &tgz, gzip.DefaultCompression); err != nil {
-		t.Fatalf("Repack of an empty stream = %v", err)
+	if err := Repack(context.Background(), bytes.NewReader(makeTar(t)), &tgz, gzip.DefaultCompression); err != nil {
+		t.Fatalf("Repack of an archive without entries = %v", err)
 	}
 	zr, err := gzip.NewReader(&tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tar.NewReader(zr).Next(); !errors.Is(err, io.EOF) {
-		t.Errorf("empty stream repacked into an archive with entries: %v", err)
+		t.Errorf("empty archive repacked into an archive with entries: %v", err)
+	}
+}
+
+// TestRepackRefusesStreamsCutShort: a stream that ends without tar's
+// end-of-archive marker, even cleanly between two entries, is an error.
+func TestRepackRefusesStreamsCutShort(t *testing.T) {
+	whole := makeTar(t, reg("a", "alpha"), reg("b", "beta"))
+	for name, in := range map[string][]byte{
+		"empty":                 nil,
+		"between entries":       whole[:1024],     // header + one block of "a"
+		"after the last entry":  whole[:2048],     // both entries, no marker
+		"half the end marker":   whole[:2048+512], // one zero block of two
+		"in the middle of data": whole[:512+3],
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Repack(context.Background(), bytes.NewReader(in), io.Discard, gzip.BestSpeed)
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("Repack = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+			}
+		})
+	}
+	if err := Repack(context.Background(), bytes.NewReader(whole), io.Discard, gzip.BestSpeed); err != nil {
+		t.Errorf("Repack of the whole stream = %v", err)
 	}
 }
 

@@ -1,15 +1,14 @@
 package podexec
 
 import (
+	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"sync"
 
 	"github.com/argoexec/argoexec/pkg/archive"
 )
@@ -17,55 +16,89 @@ import (
 // errTooLarge stops a GetFileContents read that went past its limit.
 var errTooLarge = errors.New("file is larger than the limit")
 
-// GetFileContents returns the contents of the regular file at path in
-// container, read with `cat` over an exec session. A file longer than
-// maxBytes is an error that says so (the read is stopped there, not
-// buffered); a missing or unreadable file is an error carrying cat's stderr.
+// GetFileContents returns the contents of the file at path in container,
+// read as a one-entry tar stream (`tar -C dir -chf - ./base`, following a
+// symbolic link as cat would) over an exec session. tar rather than cat
+// because its header carries the size: an exec session whose connection
+// drops ends without an error, and a truncated read must not pass for the
+// file. A file larger than maxBytes is an error that says so (nothing is
+// buffered past the header); a directory is an error; a missing or
+// unreadable file is an error carrying tar's stderr.
 func (c *Client) GetFileContents(ctx context.Context, container, path string, maxBytes int64) (string, error) {
+	s, err := c.getFileContents(ctx, container, path, maxBytes)
+	if err != nil {
+		return "", fmt.Errorf("%s: read %s in container %q of pod %s: %w", c.Backend, path, container, c.Pod, err)
+	}
+	return s, nil
+}
+
+func (c *Client) getFileContents(ctx context.Context, container, p string, maxBytes int64) (string, error) {
+	dir, base := splitPath(p)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := &limitedBuffer{max: maxBytes, full: cancel}
+	pr, pw := io.Pipe()
 	stderr := newTail()
-	err := c.Exec.Exec(ctx, container, []string{"cat", "--", path}, nil, out, stderr)
-	contents, exceeded := out.result()
-	if exceeded {
-		return "", fmt.Errorf("%s: read %s in container %q of pod %s: %w (%d bytes); pass large outputs as artifacts, not parameters",
-			c.Backend, path, container, c.Pod, errTooLarge, maxBytes)
+	execDone := make(chan error, 1)
+	go func() {
+		err := c.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-chf", "-", "./" + base}, nil, pw, stderr)
+		pw.CloseWithError(err)
+		execDone <- err
+	}()
+	contents, readErr := readOneFile(pr, maxBytes)
+	if readErr == nil {
+		if n, _ := io.Copy(io.Discard, io.LimitReader(pr, drainLimit)); n == drainLimit {
+			readErr = fmt.Errorf("the remote tar wrote more than %d bytes after the file", drainLimit)
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("%s: read %s in container %q of pod %s: %w%s",
-			c.Backend, path, container, c.Pod, withStderr(err, stderr), binaryHint(err, "cat"))
+	if readErr != nil {
+		cancel()
+	}
+	pr.CloseWithError(errors.New("read stopped"))
+	execErr := <-execDone
+	switch {
+	case errors.Is(readErr, errTooLarge) || errors.Is(readErr, errNotRegular):
+		return "", readErr
+	case execErr != nil:
+		if err := ctx.Err(); err != nil && readErr == nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar"))
+	case readErr != nil:
+		return "", readErr
 	}
 	return contents, nil
 }
 
-// limitedBuffer holds at most max bytes; a write past that fails and calls
-// full, which ends the exec session.
-// It is safe for concurrent use: a transport may still be writing when
-// the session it serves is abandoned.
-type limitedBuffer struct {
-	mu       sync.Mutex
-	buf      bytes.Buffer
-	max      int64
-	exceeded bool
-	full     func()
-}
+// errNotRegular is returned by readOneFile for an entry that is not a
+// regular file.
+var errNotRegular = errors.New("not a regular file")
 
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if int64(l.buf.Len()+len(p)) > l.max {
-		l.exceeded = true
-		l.full()
-		return 0, errTooLarge
+// readOneFile reads the first entry of a tar stream, which must be a
+// regular file of at most max bytes, and returns its contents.
+func readOneFile(r io.Reader, max int64) (string, error) {
+	tr := tar.NewReader(r)
+	hdr, err := tr.Next()
+	if errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("the tar stream holds no file: %w", io.ErrUnexpectedEOF)
 	}
-	return l.buf.Write(p)
-}
-
-func (l *limitedBuffer) result() (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String(), l.exceeded
+	if err != nil {
+		return "", fmt.Errorf("read tar header: %w", err)
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		what := "of type " + string(hdr.Typeflag)
+		if hdr.Typeflag == tar.TypeDir {
+			what = "a directory"
+		}
+		return "", fmt.Errorf("%w: it is %s", errNotRegular, what)
+	}
+	if hdr.Size > max {
+		return "", fmt.Errorf("%w (%d bytes, the limit is %d); pass large outputs as artifacts, not parameters", errTooLarge, hdr.Size, max)
+	}
+	buf := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(tr, buf); err != nil {
+		return "", fmt.Errorf("read the file's %d bytes: %w", hdr.Size, err)
+	}
+	return string(buf), nil
 }
 
 // drainLimit is how much a remote tar may write after its end-of-archive

@@ -107,60 +107,76 @@ func newClient(ex Execer, st StatusWatcher) *Client {
 }
 
 func TestGetFileContents(t *testing.T) {
+	file := func(body string) []byte { return makeTar(t, map[string]string{"./out": body}) }
+	dirTar := makeTar(t, nil, tar.Header{Typeflag: tar.TypeDir, Name: "./out/", Mode: 0o755})
 	for _, tc := range []struct {
 		name     string
 		run      func(ctx context.Context, stdout, stderr io.Writer) error
-		max      int64
 		want     string
 		wantErrs []string
 	}{
 		{
 			name: "ok",
 			run: func(_ context.Context, stdout, _ io.Writer) error {
-				_, err := io.WriteString(stdout, "42\n")
+				_, err := stdout.Write(file("42\n"))
 				return err
 			},
-			max:  10,
 			want: "42\n",
 		},
 		{
-			name: "missing file",
-			run: func(_ context.Context, _, stderr io.Writer) error {
-				io.WriteString(stderr, "cat: can't open '/tmp/out': No such file or directory\n")
-				return &executor.ExitCodeError{Container: "main", Command: "cat -- /tmp/out", Code: 1}
+			name: "binary",
+			run: func(_ context.Context, stdout, _ io.Writer) error {
+				_, err := stdout.Write(file("\x00\xff\n"))
+				return err
 			},
-			max:      10,
-			wantErrs: []string{"k8sapi", "argo/wf-1", `"main"`, "/tmp/out", "No such file or directory", "code 1"},
+			want: "\x00\xff\n",
+		},
+		{
+			name: "missing file",
+			run: func(_ context.Context, stdout, stderr io.Writer) error {
+				io.WriteString(stderr, "tar: ./out: Cannot stat: No such file or directory\n")
+				stdout.Write(make([]byte, 1024))
+				return &executor.ExitCodeError{Container: "main", Command: "tar", Code: 2}
+			},
+			wantErrs: []string{"k8sapi", "argo/wf-1", `"main"`, "/tmp/out", "No such file or directory", "code 2"},
 		},
 		{
 			name: "too large",
-			run: func(ctx context.Context, stdout, _ io.Writer) error {
-				for {
-					if _, err := stdout.Write(make([]byte, 4)); err != nil {
-						return err
-					}
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-				}
+			run: func(_ context.Context, stdout, _ io.Writer) error {
+				_, err := stdout.Write(file(strings.Repeat("x", 11)))
+				return err
 			},
-			max:      10,
-			wantErrs: []string{"larger than the limit", "10 bytes", "/tmp/out", "artifacts"},
+			wantErrs: []string{"larger than the limit", "11 bytes", "limit is 10", "/tmp/out", "artifacts"},
 		},
 		{
-			name: "no cat",
-			run: func(context.Context, io.Writer, io.Writer) error {
-				return errors.New(`OCI runtime exec failed: exec: "cat": executable file not found in $PATH`)
+			name: "directory",
+			run: func(_ context.Context, stdout, _ io.Writer) error {
+				_, err := stdout.Write(dirTar)
+				return err
 			},
-			max:      10,
-			wantErrs: []string{"executable file not found", `no "cat" on its PATH`},
+			wantErrs: []string{"/tmp/out", "a directory"},
+		},
+		{
+			name: "stream cut short without an error",
+			run: func(_ context.Context, stdout, _ io.Writer) error {
+				_, err := stdout.Write(file("0123456789")[:512+4])
+				return err // a dropped exec connection ends with nil
+			},
+			wantErrs: []string{"/tmp/out", "unexpected EOF"},
+		},
+		{
+			name: "no tar",
+			run: func(context.Context, io.Writer, io.Writer) error {
+				return errors.New(`OCI runtime exec failed: exec: "tar": executable file not found in $PATH`)
+			},
+			wantErrs: []string{"executable file not found", `no "tar" on its PATH`},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := &fakeExecer{run: func(ctx context.Context, _ string, _ []string, _ io.Reader, stdout, stderr io.Writer) error {
 				return tc.run(ctx, stdout, stderr)
 			}}
-			got, err := newClient(ex, nil).GetFileContents(context.Background(), "main", "/tmp/out", tc.max)
+			got, err := newClient(ex, nil).GetFileContents(context.Background(), "main", "/tmp/out", 10)
 			if len(tc.wantErrs) == 0 {
 				if err != nil || got != tc.want {
 					t.Fatalf("GetFileContents = %q, %v; want %q", got, err, tc.want)
@@ -175,7 +191,7 @@ func TestGetFileContents(t *testing.T) {
 					}
 				}
 			}
-			if calls := ex.Calls(); len(calls) != 1 || calls[0] != "main: cat -- /tmp/out" {
+			if calls := ex.Calls(); len(calls) != 1 || calls[0] != "main: tar -C /tmp -chf - ./out" {
 				t.Errorf("exec calls = %q", calls)
 			}
 		})
@@ -269,6 +285,17 @@ func TestCopyFile(t *testing.T) {
 			},
 			wantErrs: []string{`"out/x"`, "/tmp/out"},
 			wantIs:   archive.ErrUnsafeEntry,
+		},
+		{
+			name:    "stream cut short between entries, exec without an error",
+			src:     "/tmp/out",
+			wantCmd: "main: tar -C /tmp -cf - out",
+			run: func(_ context.Context, stdout, _ io.Writer) error {
+				_, err := stdout.Write(good[:1024]) // out/a whole, nothing after
+				return err
+			},
+			wantErrs: []string{"end-of-archive marker", "/tmp/out"},
+			wantIs:   io.ErrUnexpectedEOF,
 		},
 		{
 			name:    "truncated stream",
