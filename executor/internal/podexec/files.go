@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/argoexec/argoexec/pkg/archive"
 )
@@ -17,7 +18,7 @@ import (
 var errTooLarge = errors.New("file is larger than the limit")
 
 // GetFileContents returns the contents of the file at path in container,
-// read as a one-entry tar stream (`tar -C dir -chf - ./base`, following a
+// read as a one-entry tar stream (`tar -C dir -chf - base`, following a
 // symbolic link as cat would) over an exec session. tar rather than cat
 // because its header carries the size: an exec session whose connection
 // drops ends without an error, and a truncated read must not pass for the
@@ -34,13 +35,16 @@ func (c *Client) GetFileContents(ctx context.Context, container, path string, ma
 
 func (c *Client) getFileContents(ctx context.Context, container, p string, maxBytes int64) (string, error) {
 	dir, base := splitPath(p)
+	if strings.HasPrefix(base, "-") {
+		base = "./" + base // not an option
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
 	stderr := newTail()
 	execDone := make(chan error, 1)
 	go func() {
-		err := c.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-chf", "-", "./" + base}, nil, pw, stderr)
+		err := c.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-chf", "-", base}, nil, pw, stderr)
 		pw.CloseWithError(err)
 		execDone <- err
 	}()

@@ -107,8 +107,8 @@ func newClient(ex Execer, st StatusWatcher) *Client {
 }
 
 func TestGetFileContents(t *testing.T) {
-	file := func(body string) []byte { return makeTar(t, map[string]string{"./out": body}) }
-	dirTar := makeTar(t, nil, tar.Header{Typeflag: tar.TypeDir, Name: "./out/", Mode: 0o755})
+	file := func(body string) []byte { return makeTar(t, map[string]string{"out": body}) }
+	dirTar := makeTar(t, nil, tar.Header{Typeflag: tar.TypeDir, Name: "out/", Mode: 0o755})
 	for _, tc := range []struct {
 		name     string
 		run      func(ctx context.Context, stdout, stderr io.Writer) error
@@ -134,7 +134,7 @@ func TestGetFileContents(t *testing.T) {
 		{
 			name: "missing file",
 			run: func(_ context.Context, stdout, stderr io.Writer) error {
-				io.WriteString(stderr, "tar: ./out: Cannot stat: No such file or directory\n")
+				io.WriteString(stderr, "tar: out: Cannot stat: No such file or directory\n")
 				stdout.Write(make([]byte, 1024))
 				return &executor.ExitCodeError{Container: "main", Command: "tar", Code: 2}
 			},
@@ -191,7 +191,7 @@ func TestGetFileContents(t *testing.T) {
 					}
 				}
 			}
-			if calls := ex.Calls(); len(calls) != 1 || calls[0] != "main: tar -C /tmp -chf - ./out" {
+			if calls := ex.Calls(); len(calls) != 1 || calls[0] != "main: tar -C /tmp -chf - out" {
 				t.Errorf("exec calls = %q", calls)
 			}
 		})
