@@ -48,9 +48,14 @@ const (
 // Labels cri-dockerd (and dockershim before it) puts on every container of a
 // pod. They are how this backend finds a pod's containers.
 const (
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodUID        = "io.kubernetes.pod.uid"
+	// LabelPodNamespace holds the pod's namespace.
+	LabelPodNamespace = "io.kubernetes.pod.namespace"
+	// LabelPodName holds the pod's name.
+	LabelPodName = "io.kubernetes.pod.name"
+	// LabelPodUID holds the pod's UID, which tells a pod from an earlier
+	// one of the same name.
+	LabelPodUID = "io.kubernetes.pod.uid"
+	// LabelContainerName holds the container's name in the pod spec.
 	LabelContainerName = "io.kubernetes.container.name"
 	// LabelRestartCount is the container annotation restartCount, which
 	// cri-dockerd copies into a label: the attempt number of a container.
@@ -82,10 +87,11 @@ type Config struct {
 	// SockPath is the Docker Engine's unix socket; empty means
 	// DefaultSockPath.
 	SockPath string
-	// Namespace and PodName name the pod whose containers the backend
-	// reaches. Both are required.
+	// Namespace is the namespace of the pod whose containers the backend
+	// reaches. Required.
 	Namespace string
-	PodName   string
+	// PodName is the name of that pod. Required.
+	PodName string
 	// PodUID, when set, is matched too, so that a pod recreated under the
 	// same name is never confused with this one.
 	PodUID string

@@ -387,7 +387,7 @@ func TestDockerCopyThroughput(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "big.tgz")
-	const runs = 5
+	const runs = 3
 	var backend, raw, rawFile []time.Duration
 	for range runs { // interleaved, so load on the machine hits all three alike
 		start := time.Now()
