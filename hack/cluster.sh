@@ -151,7 +151,7 @@ spawn() {
   local logf=$LOGS/$name.log
   [ -f "$logf" ] && [ "$(stat -c %s "$logf")" -gt 52428800 ] && mv -f "$logf" "$logf.1"
   printf '\n==== %s start: %s\n' "$(date -Is)" "$*" >> "$logf"
-  setsid "$@" >>"$logf" 2>&1 </dev/null &
+  setsid "$@" >>"$logf" 2>&1 </dev/null 9>&- &
   echo $! > "$RUN/$name.pid"
 }
 
@@ -702,14 +702,27 @@ cmd_reset() {
   rm -rf "$STATE" "$KUBELET_ROOT" /run/containerd /run/docker
 }
 
-# One cluster.sh at a time: two concurrent `up`s would start two kubelets. The lock lives
-# outside $STATE (reset removes $STATE); a waiting caller says so.
+# One cluster.sh at a time: two concurrent `up`s would start two kubelets. The lock is a
+# directory holding the owner's PID (not flock: daemons would inherit a lock fd and hold it
+# for ever). A lock whose owner is gone (SIGKILL) is stale and taken over. It lives outside
+# $STATE, which reset removes.
+LOCK_DIR=/run/argoexec-testbed.lockdir
 take_lock() {
-  exec 9>/run/argoexec-testbed.lock
-  if ! flock -n 9; then
-    log "another hack/cluster.sh is running; waiting for it (up to 10 min)"
-    flock -w 600 9 || die "timed out waiting for the other hack/cluster.sh"
-  fi
+  local deadline=$(( $(now_ms) + 600000 )) holder said=0
+  until mkdir "$LOCK_DIR" 2>/dev/null; do
+    holder=$(cat "$LOCK_DIR/pid" 2>/dev/null || true)
+    if [ -n "$holder" ] && ! tr '\0' ' ' 2>/dev/null < "/proc/$holder/cmdline" | grep -q 'cluster\.sh'; then
+      log "removing stale lock of pid $holder"; rm -rf "$LOCK_DIR"; continue
+    fi
+    if [ -z "$holder" ] && [ $(( $(date +%s) - $(stat -c %Y "$LOCK_DIR" 2>/dev/null || date +%s) )) -gt 5 ]; then
+      rm -rf "$LOCK_DIR"; continue
+    fi
+    [ $said = 1 ] || { log "another hack/cluster.sh (pid ${holder:-?}) is running; waiting for it"; said=1; }
+    (( $(now_ms) > deadline )) && die "timed out waiting for hack/cluster.sh pid $holder"
+    sleep 0.5
+  done
+  echo $$ > "$LOCK_DIR/pid"
+  trap 'rm -rf "$LOCK_DIR"' EXIT
 }
 
 main() {
