@@ -52,6 +52,11 @@ type watchResult struct {
 // to about one list a second for a long-running step, and the exec watch
 // makes the common case fast without polling faster. GetExitCode then
 // confirms with the kubelet's status, which is what knows the exit code.
+//
+// Polls that fail in ways that pass (a 5xx, a refused connection, a
+// restarted kubelet that does not list the pod yet) are retried for about
+// maxPollFailures seconds; a refused token, a missing RBAC grant or a
+// certificate that does not verify end Wait at once.
 func (e *Executor) Wait(ctx context.Context, containerNames []string) error {
 	if err := e.wait(ctx, containerNames, waitOptions{watch: true, pollMax: e.cfg.PollMax}); err != nil {
 		return fmt.Errorf("kubelet: wait for containers %v of pod %s/%s: %w", containerNames, e.cfg.Namespace, e.cfg.PodName, err)
@@ -178,16 +183,20 @@ func (e *Executor) sawExit(name, id string) bool {
 }
 
 // retryable reports whether a failed /pods poll may succeed if tried again:
-// server errors and broken connections, not authentication, authorisation,
-// certificates or a missing pod.
+// server errors, broken connections, and a list without the pod (a kubelet
+// that has just restarted lists no pods until it has synced with the API
+// server); not authentication, authorisation or certificates.
 func retryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.Code >= http.StatusInternalServerError || se.Code == http.StatusTooManyRequests
 	}
 	var te *TLSError
-	if errors.As(err, &te) || errors.Is(err, ErrPodNotFound) {
+	if errors.As(err, &te) {
 		return false
+	}
+	if errors.Is(err, ErrPodNotFound) {
+		return true
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)

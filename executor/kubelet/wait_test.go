@@ -268,6 +268,39 @@ func TestWaitEnds(t *testing.T) {
 	}
 }
 
+func TestWaitKubeletRestarted(t *testing.T) {
+	// A restarted kubelet lists no pods until it has synced: Wait rides it out.
+	env := newEnv(t)
+	seq := &podSequence{states: func(int) map[string]corev1.ContainerState {
+		return map[string]corev1.ContainerState{"main": terminated(0)}
+	}}
+	var mu sync.Mutex
+	polls := 0
+	env.f.setPods(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		polls++
+		n := polls
+		mu.Unlock()
+		if n <= 3 {
+			servePods()(w, r)
+			return
+		}
+		seq.serve(w, r)
+	})
+	x := env.executor(t)
+	x.after = (&fakeClock{}).after
+	if err := x.Wait(ctxT(t), []string{"main"}); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+
+	// A pod that never shows up is an error, within the bound.
+	env.f.setPods(servePods(otherPod(testNS, "other")))
+	err := x.Wait(ctxT(t), []string{"main"})
+	if !errors.Is(err, ErrPodNotFound) {
+		t.Errorf("Wait = %v, want an error wrapping ErrPodNotFound", err)
+	}
+}
+
 func TestWaitUnknownContainer(t *testing.T) {
 	env := newEnv(t)
 	env.f.setPods(servePods(pod(nil, "main")))
