@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/sirupsen/logrus"
 
 	"github.com/argoexec/argoexec/pkg/archive"
@@ -662,5 +664,15 @@ func TestKillCtxCancelled(t *testing.T) {
 	assertErr(t, err, []string{"sidecar"}, context.DeadlineExceeded)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Kill took %s to honour a 200ms ctx", d)
+	}
+}
+
+func TestArchiveErrorMissingPathIsNotExist(t *testing.T) {
+	err := archiveError("0123456789abcdef", "/tmp/none", fmt.Errorf("daemon: %w", cerrdefs.ErrNotFound))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/tmp/none") {
+		t.Fatalf("err = %v; want it to wrap fs.ErrNotExist and name the path", err)
+	}
+	if err := archiveError("0123456789abcdef", "/x", errors.New("boom")); errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a non-404 error wraps fs.ErrNotExist: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -43,7 +44,7 @@ func (e *Executor) readFile(ctx context.Context, containerName, filePath string)
 	for range maxSymlinkHops {
 		res, err := e.cli.CopyFromContainer(ctx, c.ID, client.CopyFromContainerOptions{SourcePath: p})
 		if err != nil {
-			return "", fmt.Errorf("archive API on container %s: %w", shortID(c.ID), err)
+			return "", archiveError(c.ID, p, err)
 		}
 		st := res.Stat
 		switch {
@@ -109,7 +110,7 @@ func (e *Executor) copyFile(ctx context.Context, containerName, srcPath, destPat
 	}
 	res, err := e.cli.CopyFromContainer(ctx, c.ID, client.CopyFromContainerOptions{SourcePath: srcPath})
 	if err != nil {
-		return fmt.Errorf("archive API on container %s: %w", shortID(c.ID), err)
+		return archiveError(c.ID, srcPath, err)
 	}
 	defer res.Content.Close()
 
@@ -134,4 +135,14 @@ func (e *Executor) copyFile(ctx context.Context, containerName, srcPath, destPat
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
 	return os.Rename(tmp.Name(), destPath)
+}
+
+// archiveError describes a failed archive API call. The container was just
+// found, so a 404 is the path: that error wraps fs.ErrNotExist, as the
+// interface promises for a missing path.
+func archiveError(id, p string, err error) error {
+	if isNotFound(err) {
+		return fmt.Errorf("archive API on container %s: %s: %w (%v)", shortID(id), p, fs.ErrNotExist, err)
+	}
+	return fmt.Errorf("archive API on container %s: %w", shortID(id), err)
 }
