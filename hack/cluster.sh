@@ -93,7 +93,8 @@ pid_of() {
   # no valid PID file: adopt a lone process running our binary (e.g. PID file lost)
   local pids; pids=$(pids_of_exe "$exe")
   if [ -n "$pids" ] && [ "$(echo "$pids" | wc -l)" = 1 ]; then
-    echo "$pids" > "$f"; echo "$pids"; return 0
+    [ -d "$RUN" ] && echo "$pids" > "$f"
+    echo "$pids"; return 0
   fi
   return 0
 }
