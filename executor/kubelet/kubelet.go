@@ -248,7 +248,8 @@ func (l *logStream) Close() error { return l.rc.Close() }
 // GetExitCode returns the exit code of the named container from the
 // kubelet's pod status. If Wait saw the container's processes die through
 // its exec watch before the kubelet's status caught up (0.7–0.9 s here), it
-// polls /pods, bounded, until the status shows the exit.
+// polls /pods every PollInitial, for at most 10 s, until the status shows
+// the exit.
 func (e *Executor) GetExitCode(ctx context.Context, containerName string) (int, error) {
 	code, err := e.exitCode(ctx, containerName)
 	if err != nil {
@@ -269,6 +270,8 @@ func (e *Executor) exitCode(ctx context.Context, name string) (int, error) {
 	if seen {
 		deadline = e.after(statusLag)
 	}
+	// The exit has happened and the status will show it within about a
+	// second: poll at the first interval, without backing off.
 	interval := e.cfg.PollInitial
 	for {
 		pod, err := e.getPod(ctx)
@@ -292,7 +295,6 @@ func (e *Executor) exitCode(ctx context.Context, name string) (int, error) {
 			return 0, fmt.Errorf("container %q: its processes died but after %v the kubelet still reports it %s", name, statusLag, stateName(st.State))
 		case <-e.after(interval):
 		}
-		interval = min(2*interval, e.cfg.PollMax)
 	}
 }
 

@@ -200,7 +200,7 @@ func TestWaitFastPath(t *testing.T) {
 	if err != nil || code != 42 {
 		t.Fatalf("GetExitCode = %d, %v; want 42", code, err)
 	}
-	if got, want := clock.got(), ms(100, 200); !slices.Equal(got, want) {
+	if got, want := clock.got(), ms(100, 100); !slices.Equal(got, want) {
 		t.Errorf("GetExitCode poll intervals = %v, want %v", got, want)
 	}
 }
