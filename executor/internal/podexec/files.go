@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -66,7 +67,7 @@ func (c *Client) getFileContents(ctx context.Context, container, p string, maxBy
 		if err := ctx.Err(); err != nil && readErr == nil {
 			return "", err
 		}
-		return "", fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar"))
+		return "", notExist(fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar")), stderr)
 	case readErr != nil:
 		return "", readErr
 	}
@@ -168,7 +169,7 @@ func (c *Client) copyFile(ctx context.Context, container, srcPath, destPath stri
 		if err := ctx.Err(); err != nil && repackErr == nil {
 			return err
 		}
-		return fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar"))
+		return notExist(fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar")), stderr)
 	case repackErr != nil:
 		return repackErr
 	}
@@ -200,4 +201,15 @@ func binaryHint(err error, binary string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (if the container has no %q on its PATH, it cannot be read through exec)", binary)
+}
+
+// notExist wraps fs.ErrNotExist around err when the remote tar said the path
+// does not exist, as executor.ContainerRuntimeExecutor promises for a
+// missing path. The remote stderr is the only witness: tar (GNU and busybox
+// alike) prints strerror(ENOENT) there.
+func notExist(err error, stderr *tailBuffer) error {
+	if strings.Contains(stderr.String(), "No such file or directory") {
+		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	}
+	return err
 }

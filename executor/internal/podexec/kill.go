@@ -98,11 +98,7 @@ func (c *Client) Kill(ctx context.Context, containers []string, grace time.Durat
 	if len(killed) == 0 {
 		return errors.Join(errs...)
 	}
-	settle := c.KillSettle
-	if settle == 0 {
-		settle = DefaultKillSettle
-	}
-	if done, err := c.waitTerminated(ctx, killed, settle); err != nil || done {
+	if done, err := c.waitTerminated(ctx, killed, c.settle()); err != nil || done {
 		return errors.Join(append(errs, err)...)
 	}
 	survivors, err := c.Status.Running(ctx, killed)
@@ -149,10 +145,24 @@ func (c *Client) signal(ctx context.Context, container string, cmd []string) (st
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("%s: signal container %q of pod %s: %w", c.Backend, container, c.Pod, ctx.Err())
 	}
+	// The exec may have failed because the container died under it (the
+	// kill session itself is SIGKILLed, exit 137, when PID 1 exits at once):
+	// give the status the time it lags behind before calling it a failure.
+	if done, _ := c.waitTerminated(ctx, []string{container}, c.settle()); done {
+		return true, nil
+	}
 	if running, err := c.Status.Running(ctx, []string{container}); err == nil && len(running) == 0 {
 		return true, nil
 	}
 	return false, fmt.Errorf("%s: signal container %q of pod %s with %q: %w; "+
 		"a container without a shell cannot be signalled through exec: make it a native sidecar (an init container with restartPolicy: Always), which the kubelet stops, or use the docker backend",
 		c.Backend, container, c.Pod, cmd[len(cmd)-1], withStderr(execErr, stderr))
+}
+
+// settle is how long status may lag behind a container's death.
+func (c *Client) settle() time.Duration {
+	if c.KillSettle == 0 {
+		return DefaultKillSettle
+	}
+	return c.KillSettle
 }

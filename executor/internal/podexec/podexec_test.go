@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -582,5 +583,42 @@ func TestWaitExitClosesStdin(t *testing.T) {
 	case <-stdinClosed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitExit returned without closing the session's stdin")
+	}
+}
+
+// The kill session is SIGKILLed (exit 137) when PID 1 exits at once, and the
+// status shows the exit only a moment later: that is a stopped container,
+// not a failure to signal it.
+func TestKillSessionKilledByTheExitItCaused(t *testing.T) {
+	st := newFakeStatus("side")
+	ex := &fakeExecer{run: func(_ context.Context, c string, cmd []string, _ io.Reader, _, _ io.Writer) error {
+		go func() { time.Sleep(20 * time.Millisecond); st.stop(c) }() // status lags
+		return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 137}
+	}}
+	if err := newClient(ex, st).Kill(context.Background(), []string{"side"}, time.Second); err != nil {
+		t.Fatalf("Kill: %v; the container stopped, the exec's 137 was its own death", err)
+	}
+}
+
+func TestMissingPathWrapsErrNotExist(t *testing.T) {
+	ex := &fakeExecer{run: func(_ context.Context, c string, cmd []string, _ io.Reader, _, stderr io.Writer) error {
+		io.WriteString(stderr, "tar: can't change directory to '/nope': No such file or directory\n")
+		return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 1}
+	}}
+	c := newClient(ex, newFakeStatus())
+	_, err := c.GetFileContents(context.Background(), "main", "/nope/x", 1024)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/nope/x") || !strings.Contains(err.Error(), `"main"`) {
+		t.Errorf("GetFileContents: %v; want fs.ErrNotExist naming container and path", err)
+	}
+	err = c.CopyFile(context.Background(), "main", "/nope/x", filepath.Join(t.TempDir(), "o.tgz"), 1)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CopyFile: %v; want fs.ErrNotExist", err)
+	}
+	ex.run = func(_ context.Context, c string, cmd []string, _ io.Reader, _, stderr io.Writer) error {
+		io.WriteString(stderr, "tar: x: Permission denied\n")
+		return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 1}
+	}
+	if _, err := c.GetFileContents(context.Background(), "main", "/x", 1024); errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("permission denied reported as missing: %v", err)
 	}
 }
