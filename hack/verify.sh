@@ -8,6 +8,11 @@ if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   exit 1
 fi
+if ! go mod tidy -diff >/dev/null; then
+  echo "go.mod/go.sum are not tidy: run go mod tidy" >&2
+  go mod tidy -diff >&2 || true
+  exit 1
+fi
 go vet ./...
 go vet -tags e2e ./...
-echo "lint: gofmt and go vet clean"
+echo "lint: gofmt, go mod tidy and go vet clean"
