@@ -5,11 +5,12 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+
+	"github.com/argoexec/argoexec/pkg/cli"
 )
 
 // IO is the process's environment as the commands see it, injected so that
@@ -33,17 +34,11 @@ const (
 )
 
 // UsageError marks errors in flags or environment, found before any work.
-type UsageError struct{ Err error }
+type UsageError = cli.UsageError
 
-// Error implements error.
-func (e *UsageError) Error() string { return e.Err.Error() }
+func usageErrorf(format string, args ...any) error { return cli.Usagef(format, args...) }
 
-// Unwrap returns the wrapped error.
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usageErrorf(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
+func wrapRun(err error) error { return cli.RunE(err) }
 
 // ExitCode maps an error returned by Run to the process's exit code.
 func ExitCode(err error) int {
@@ -61,29 +56,9 @@ func ExitCode(err error) int {
 }
 
 // globalOptions are the flags every command takes.
-type globalOptions struct {
-	LogLevel  string
-	LogFormat string
-}
+type globalOptions struct{ cli.LogOptions }
 
-func (o *globalOptions) logger(stderr io.Writer) (*logrus.Logger, error) {
-	level, err := logrus.ParseLevel(o.LogLevel)
-	if err != nil {
-		return nil, usageErrorf("--loglevel: %w", err)
-	}
-	l := logrus.New()
-	l.SetOutput(stderr)
-	l.SetLevel(level)
-	switch o.LogFormat {
-	case "text":
-		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	case "json":
-		l.SetFormatter(&logrus.JSONFormatter{})
-	default:
-		return nil, usageErrorf("--log-format: %q is not a format (want text or json)", o.LogFormat)
-	}
-	return l, nil
-}
+func (o *globalOptions) logger(stderr io.Writer) (*logrus.Logger, error) { return o.Logger(stderr) }
 
 // runners holds what each command does once its options are complete; tests
 // replace them to check parsing apart from behaviour.
@@ -98,37 +73,7 @@ func Run(ctx context.Context, args []string, stdio IO) error {
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
-	root := newRootCmd(ctx, stdio, r)
-	root.SetArgs(args)
-	root.SetOut(stdio.Out)
-	root.SetErr(stdio.Err)
-	err := root.Execute()
-	if err == nil {
-		return nil
-	}
-	var re *runError
-	if errors.As(err, &re) {
-		err = re.err
-	} else {
-		// Not from a command's RunE: cobra rejected the flags or command.
-		err = &UsageError{Err: err}
-	}
-	fmt.Fprintf(stdio.Err, "argoexec: %v\n", err)
-	return err
-}
-
-// runError carries an error returned by a command's RunE through cobra, so
-// that run can tell it from cobra's own flag and command errors.
-type runError struct{ err error }
-
-func (e *runError) Error() string { return e.err.Error() }
-func (e *runError) Unwrap() error { return e.err }
-
-func wrapRun(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &runError{err: err}
+	return cli.Execute(newRootCmd(ctx, stdio, r), args, stdio.Out, stdio.Err)
 }
 
 func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
@@ -139,8 +84,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.PersistentFlags().StringVar(&g.LogLevel, "loglevel", "info", "log level: debug, info, warn or error")
-	root.PersistentFlags().StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
+	g.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newWaitCmd(ctx, g, stdio, r.wait),
 		newInitCmd(ctx, g, stdio, r.init),
