@@ -470,6 +470,13 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		}
 		codes[e.name], at[e.name] = e.code, e.at
 	}
+	// Read the outputs now: the pod, bound to a node that does not exist, is
+	// removed by the pod garbage collector after a while, and stopping a
+	// sidecar that ignores SIGTERM takes the whole grace period.
+	p, err := n.client.CoreV1().Pods(n.pod.Namespace).Get(ctx, n.pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("read outputs: %w", err)
+	}
 	grace := int64(30)
 	if spec.TerminationGracePeriodSeconds != nil {
 		grace = *spec.TerminationGracePeriodSeconds
@@ -489,10 +496,6 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		phase = "Failed"
 	}
 	fmt.Printf("pod %s/%s (executor docker, on dockernode): %s\n", n.pod.Namespace, n.pod.Name, phase)
-	p, err := n.client.CoreV1().Pods(n.pod.Namespace).Get(ctx, n.pod.Name, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("read outputs: %w", err)
-	}
 	printOutputs(os.Stdout, p.Annotations[workflow.AnnotationOutputs])
 	fmt.Println("timings:")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
