@@ -17,6 +17,7 @@ import (
 // is set; an unset field returns a zero value and no error, except where noted.
 // Every call is recorded in Calls so tests can assert what happened.
 type Fake struct {
+	// The func fields stand in for the methods of the same names.
 	GetFileContentsFunc    func(ctx context.Context, containerName, path string) (string, error)
 	CopyFileFunc           func(ctx context.Context, containerName, srcPath, destPath string, compressionLevel int) error
 	GetOutputStreamFunc    func(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error)

@@ -145,6 +145,7 @@ func (o *commonOptions) validateBackend(cmdName string) error {
 	return nil
 }
 
+// String names the pod and backend, for messages.
 func (o *commonOptions) String() string {
 	return fmt.Sprintf("pod %s/%s executor %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor)
 }

@@ -42,6 +42,7 @@ type DockerError struct {
 	Message      string
 }
 
+// Error implements error.
 func (e *DockerError) Error() string {
 	return fmt.Sprintf("docker %s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Message)
 }
