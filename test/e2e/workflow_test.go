@@ -544,6 +544,10 @@ func (e *wfEnv) testDeadline(t *testing.T) {
 		t.Errorf("a 5 s deadline took %s to end the pod", took)
 	}
 	t.Logf("deadline: reason %q, pod ended %s after creation", r.pod.Status.Reason, time.Since(start).Round(time.Millisecond))
+	// What main wrote before the deadline is saved.
+	if got := r.param(t, "p"); got != "partial" {
+		t.Errorf("parameter p = %q, want what main wrote before the deadline", got)
+	}
 }
 
 func (e *wfEnv) testAnnotationBudget(t *testing.T) {
