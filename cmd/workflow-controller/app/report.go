@@ -23,7 +23,7 @@ const maxValueWidth = 120
 func printReport(out io.Writer, res *result) {
 	pod := res.pod
 	fmt.Fprintf(out, "pod %s/%s (executor %s): %s\n", pod.Namespace, pod.Name, res.executor, phaseOf(pod))
-	printOutputs(out, pod.Annotations[workflow.AnnotationOutputs])
+	PrintOutputs(out, pod.Annotations[workflow.AnnotationOutputs])
 	printTimings(out, res)
 }
 
@@ -34,8 +34,9 @@ func phaseOf(pod *corev1.Pod) string {
 	return string(pod.Status.Phase)
 }
 
-// printOutputs prints the outputs annotation as a table.
-func printOutputs(out io.Writer, annotation string) {
+// PrintOutputs prints an outputs annotation (workflows.argoproj.io/outputs)
+// as a table: `run` prints it, and so does hack/tools/dockernode.
+func PrintOutputs(out io.Writer, annotation string) {
 	if annotation == "" {
 		fmt.Fprintf(out, "outputs: none reported (no %s annotation)\n", workflow.AnnotationOutputs)
 		return

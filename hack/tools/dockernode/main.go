@@ -13,10 +13,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -496,7 +495,7 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		phase = "Failed"
 	}
 	fmt.Printf("pod %s/%s (executor docker, on dockernode): %s\n", n.pod.Namespace, n.pod.Name, phase)
-	printOutputs(os.Stdout, p.Annotations[workflow.AnnotationOutputs])
+	app.PrintOutputs(os.Stdout, p.Annotations[workflow.AnnotationOutputs])
 	fmt.Println("timings:")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, c := range spec.Containers {
@@ -510,43 +509,6 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		}
 	}
 	return ok, nil
-}
-
-// printOutputs prints the outputs annotation wait patched as a table.
-func printOutputs(out io.Writer, annotation string) {
-	if annotation == "" {
-		fmt.Fprintf(out, "outputs: none reported (no %s annotation)\n", workflow.AnnotationOutputs)
-		return
-	}
-	var o workflow.NodeOutputs
-	if err := json.Unmarshal([]byte(annotation), &o); err != nil {
-		fmt.Fprintf(out, "outputs: annotation %s is not valid: %v\n", workflow.AnnotationOutputs, err)
-		return
-	}
-	fmt.Fprintln(out, "outputs:")
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  KIND\tNAME\tVALUE")
-	for _, p := range o.Parameters {
-		v := "(none)"
-		if p.Value != nil {
-			v = strconv.Quote(strings.TrimSuffix(p.Value.String(), "\n"))
-		}
-		fmt.Fprintf(tw, "  parameter\t%s\t%s\n", p.Name, v)
-	}
-	for _, a := range o.Artifacts {
-		loc := "(no s3 location)"
-		if a.S3 != nil {
-			loc = "s3://" + a.S3.Bucket + "/" + a.S3.Key
-		}
-		fmt.Fprintf(tw, "  artifact\t%s\t%s\n", a.Name, loc)
-	}
-	if o.Result != nil {
-		fmt.Fprintf(tw, "  result\t\t%s\n", strconv.Quote(strings.TrimSuffix(*o.Result, "\n")))
-	}
-	if o.ExitCode != nil {
-		fmt.Fprintf(tw, "  exitCode\t\t%d\n", *o.ExitCode)
-	}
-	tw.Flush()
 }
 
 // printLogs prints the tail of a container's log.
