@@ -1,0 +1,84 @@
+package app
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+)
+
+// flowOptions are what init and wait share: the pod, the backend settings,
+// the template, and the logger.
+type flowOptions struct {
+	commonOptions
+	// Log is the logger, with command, pod and backend fields, built by Complete.
+	Log *logrus.Entry
+}
+
+// complete fills the options from the environment and builds the logger.
+func (o *flowOptions) complete(cmdName string, g *globalOptions, stdio IO) error {
+	if err := o.commonOptions.complete(cmdName, stdio.Getenv); err != nil {
+		return err
+	}
+	l, err := g.logger(stdio.Err)
+	if err != nil {
+		return err
+	}
+	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor})
+	return nil
+}
+
+// newFlowCmd is the cobra command of init or wait: complete, validate, run.
+func newFlowCmd(use, short string, o *flowOptions, complete func() error, validate func() error, run func() error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := complete(); err != nil {
+				return wrapRun(err)
+			}
+			if err := validate(); err != nil {
+				return wrapRun(err)
+			}
+			return wrapRun(run())
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// WaitOptions are the settings of `argoexec wait`.
+type WaitOptions struct{ flowOptions }
+
+// Complete fills the options from the environment.
+func (o *WaitOptions) Complete(g *globalOptions, stdio IO) error { return o.complete("wait", g, stdio) }
+
+// Validate checks the options, the backend's settings included, before any work.
+func (o *WaitOptions) Validate() error {
+	if err := o.validate("wait"); err != nil {
+		return err
+	}
+	return o.validateBackend("wait")
+}
+
+func newWaitCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *WaitOptions) error) *cobra.Command {
+	o := &WaitOptions{}
+	return newFlowCmd("wait", "Wait for the main container, then collect and report its outputs and stop leftover sidecars",
+		&o.flowOptions, func() error { return o.Complete(g, stdio) }, o.Validate, func() error { return runF(ctx, o) })
+}
+
+// InitOptions are the settings of `argoexec init`.
+type InitOptions struct{ flowOptions }
+
+// Complete fills the options from the environment.
+func (o *InitOptions) Complete(g *globalOptions, stdio IO) error { return o.complete("init", g, stdio) }
+
+// Validate checks the options before any work; init uses no backend.
+func (o *InitOptions) Validate() error { return o.validate("init") }
+
+func newInitCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *InitOptions) error) *cobra.Command {
+	o := &InitOptions{}
+	return newFlowCmd("init", "Stage the template's inputs (script source, input artifacts) before the main container starts",
+		&o.flowOptions, func() error { return o.Complete(g, stdio) }, o.Validate, func() error { return runF(ctx, o) })
+}
