@@ -74,7 +74,7 @@ echo
 echo "=== docker: on dockerd directly, through hack/tools/dockernode"
 echo "This cluster's kubelet runs pods on containerd, and Docker cannot be its runtime here (no"
 echo "cri-dockerd). So bin/dockernode plays the Docker node for each rendered pod: it creates the pod"
-echo "in the API server bound to a node that does not exist (wait patches its outputs onto it), and"
+echo "in the API server bound to the Node docker-node, which no kubelet runs (wait patches its outputs onto it), and"
 echo "runs its containers on dockerd with the labels cri-dockerd gives them, in the kubelet's order."
 go build -o bin/dockernode ./hack/tools/dockernode
 setup_namespace docker

@@ -25,8 +25,7 @@ import (
 // dockerStep runs one step the way a Docker-runtime node (cri-dockerd) would:
 // main, sidecars and the argoexec wait container are containers on the real
 // dockerd, labelled as containers of one pod. The pod object exists in the
-// API server (pinned to a node that does not exist, so the kubelet never runs
-// it) only as the target of wait's outputs annotation, as on a real node.
+// API server (bound to framework.DockerNodeName, a Node no kubelet runs) only as the target of wait's outputs annotation, as on a real node.
 type dockerStep struct {
 	e      *wfEnv
 	d      *framework.Docker
@@ -43,11 +42,15 @@ func newDockerStep(t *testing.T, e *wfEnv, name string, tmpl *wf.Template) *dock
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := framework.RegisterDockerNode(ctx, e.f.Client); err != nil {
+		t.Fatal(err)
+	}
 	pod, err := e.f.Client.CoreV1().Pods(e.f.Namespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
-			NodeName:   "docker-node-that-does-not-exist",
-			Containers: []corev1.Container{{Name: "main", Image: e.f.Env.BusyboxImage}},
+			NodeName:    framework.DockerNodeName,
+			Tolerations: framework.DockerNodeTolerations(),
+			Containers:  []corev1.Container{{Name: "main", Image: e.f.Env.BusyboxImage}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -2,8 +2,8 @@
 // for one rendered pod, for the demo: the cluster's kubelet runs pods on
 // containerd, so the docker backend could not find any pod's containers.
 //
-// It creates the Pod in the API server bound to a node that does not exist (so
-// no kubelet runs it; wait patches its outputs onto it), materialises the
+// It creates the Pod in the API server bound to the Node "docker-node", which it
+// registers and no kubelet runs (wait patches its outputs onto the pod), materialises the
 // pod's volumes under a temp dir, runs the containers on dockerd through the
 // Engine API with cri-dockerd's labels, in the kubelet's order, and prints the
 // phase, the outputs wait reported and the timings.
@@ -32,6 +32,7 @@ import (
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/test/e2e/framework"
 )
 
 const saMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -58,7 +59,7 @@ func main() {
 	flag.StringVar(&o.podFile, "pod", "", "rendered pod YAML (workflow-controller render)")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	flag.StringVar(&o.sock, "sock", "/var/run/docker.sock", "dockerd socket")
-	flag.StringVar(&o.node, "node", "docker-node", "spec.nodeName of the API pod (a node that does not exist)")
+	flag.StringVar(&o.node, "node", framework.DockerNodeName, "spec.nodeName of the API pod (a Node object no kubelet runs; registered if absent)")
 	flag.StringVar(&o.hostIP, "host-ip", "10.88.0.1", "status.hostIP, and the API server address for in-cluster config")
 	flag.StringVar(&o.apiPort, "api-port", "6443", "API server port for in-cluster config")
 	flag.StringVar(&o.caFile, "ca", "/var/lib/argoexec-testbed/pki/ca.crt", "cluster CA, written as the service account's ca.crt")
@@ -111,14 +112,20 @@ func run(o options) (bool, error) {
 	return n.runPod(ctx)
 }
 
-// createPod creates the API pod bound to the fake node; a leftover one of the
+// createPod creates the API pod bound to the Docker node; a leftover one of the
 // same name is deleted first.
 func (n *node) createPod(ctx context.Context, pod *corev1.Pod) error {
 	pods := n.client.CoreV1().Pods(pod.Namespace)
 	if err := n.deletePod(ctx, pods, pod.Name); err != nil {
 		return err
 	}
+	if n.opt.node == framework.DockerNodeName {
+		if err := framework.RegisterDockerNode(ctx, n.client); err != nil {
+			return err
+		}
+	}
 	pod.Spec.NodeName = n.opt.node
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, framework.DockerNodeTolerations()...)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -128,7 +135,7 @@ func (n *node) createPod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // deletePod deletes a pod at once (no kubelet would confirm a graceful
-// deletion on the fake node) and waits until it is gone.
+// deletion on the Docker node) and waits until it is gone.
 func (n *node) deletePod(ctx context.Context, pods interface {
 	Delete(context.Context, string, metav1.DeleteOptions) error
 	Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
@@ -469,9 +476,8 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		}
 		codes[e.name], at[e.name] = e.code, e.at
 	}
-	// Read the outputs now: the pod, bound to a node that does not exist, is
-	// removed by the pod garbage collector after a while, and stopping a
-	// sidecar that ignores SIGTERM takes the whole grace period.
+	// Read the outputs now: stopping a sidecar that ignores SIGTERM takes the
+	// whole grace period.
 	p, err := n.client.CoreV1().Pods(n.pod.Namespace).Get(ctx, n.pod.Name, metav1.GetOptions{})
 	if err != nil {
 		return false, fmt.Errorf("read outputs: %w", err)
