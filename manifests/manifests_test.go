@@ -95,7 +95,7 @@ func TestOverlays(t *testing.T) {
 		roleGrants []string
 		nodesProxy bool
 	}{
-		{overlay: "k8sapi", roleGrants: []string{"pods/exec:create", "pods/log:get", "pods:get", "pods:patch", "pods:watch"}},
+		{overlay: "k8sapi", roleGrants: []string{"pods/exec:create", "pods/exec:get", "pods/log:get", "pods:get", "pods:patch", "pods:watch"}},
 		{overlay: "kubelet", roleGrants: []string{"pods:get", "pods:patch", "pods:watch"}, nodesProxy: true},
 		{overlay: "docker", roleGrants: []string{"pods:get", "pods:patch", "pods:watch"}},
 	} {

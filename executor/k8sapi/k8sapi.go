@@ -8,8 +8,9 @@
 //
 //	pods       get, watch  status, exit codes, container names; Wait's watch
 //	pods/log   get         GetOutputStream
-//	pods/exec  create      files (tar), Kill (sh's kill builtin), Wait's fast path
-//	                       (the WebSocket fallback is authorised as pods/exec get)
+//	pods/exec  create, get files (tar), Kill (sh's kill builtin), Wait's fast path;
+//	                       create for SPDY; the WebSocket fallback (where a proxy
+//	                       cannot carry SPDY) needs get and, on v1.37, create too
 //
 // Exec sessions use SPDY and fall back on WebSocket where SPDY is refused
 // (podexec.NewStreamExecutor). A 403 becomes an error that names the verb and
@@ -161,7 +162,7 @@ func (e *Executor) execError(ctx context.Context, err error) error {
 	if err == nil || !podexec.IsForbidden(err) {
 		return err
 	}
-	return fmt.Errorf("%w; missing permission: %s needs \"create\" on \"pods/exec\" in namespace %s (manifests/overlays/k8sapi grants it)",
+	return fmt.Errorf("%w; missing permission: %s needs \"create\" on \"pods/exec\" (and \"get\" as well for the WebSocket fallback) in namespace %s (manifests/overlays/k8sapi grants both)",
 		err, e.whoAmI(ctx), e.cfg.Namespace)
 }
 

@@ -9,8 +9,13 @@ package e2e
 import (
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +33,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/remotecommand"
@@ -42,7 +48,7 @@ import (
 var k8sapiRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 }
 
 // k8sapiKubeconfig creates a service account bound to a Role with rules in the test's
@@ -175,6 +181,121 @@ func TestK8sAPIForbiddenNamesPermission(t *testing.T) {
 			t.Errorf("error %v does not contain %q", err, w)
 		}
 	}
+}
+
+// TestK8sAPIWebSocketFallback runs the backend through an HTTP proxy in front of the real API
+// server that refuses SPDY upgrades, as some L7 proxies and gateways do: every exec must then go
+// over the WebSocket fallback. Reading a file, copying it and Wait all work, and the proxy saw
+// one refused SPDY upgrade (the backend then goes to WebSocket directly) and the WebSocket ones. (RBAC cannot force the fallback on
+// v1.37: the API server authorises a WebSocket exec as pods/exec get and then also checks
+// create, so a service account without create has neither protocol.)
+func TestK8sAPIWebSocketFallback(t *testing.T) {
+	f := framework.New(t)
+	ctx := f.Context()
+	direct := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
+	proxy := &spdyRefusingProxy{t: t, target: f.Config}
+	// TLS: clientcmd sends no credentials to an http:// server.
+	srv := httptest.NewTLSServer(proxy)
+	defer srv.Close()
+	proxyCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc, err := clientcmd.LoadFromFile(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server, c.CertificateAuthority, c.CertificateAuthorityData = srv.URL, "", proxyCA
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "via-proxy.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	pod := k8sapiPod(f, "ws", []executortest.Container{{Name: "main", Script: "echo websocket > /tmp/ws; sleep 3"}})
+	f.CreatePod(ctx, pod)
+	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
+		t.Fatal(err)
+	}
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := x.GetFileContents(ctx, "main", "/tmp/ws")
+	if err != nil {
+		t.Fatalf("GetFileContents through a proxy that refuses SPDY: %v", err)
+	}
+	if got != "websocket\n" {
+		t.Errorf("GetFileContents(/tmp/ws) over WebSocket = %q, want %q", got, "websocket\n")
+	}
+	dest := filepath.Join(t.TempDir(), "ws.tgz")
+	if err := x.CopyFile(ctx, "main", "/tmp/ws", dest, gzip.DefaultCompression); err != nil {
+		t.Fatalf("CopyFile over WebSocket: %v", err)
+	}
+	if fi, err := os.Stat(dest); err != nil || fi.Size() == 0 {
+		t.Errorf("CopyFile over WebSocket wrote %v (err %v)", fi, err)
+	}
+	if err := x.Wait(ctx, []string{"main"}); err != nil {
+		t.Fatalf("Wait through a proxy that refuses SPDY: %v", err)
+	}
+	if code, err := x.GetExitCode(ctx, "main"); err != nil || code != 0 {
+		t.Errorf("GetExitCode = %d, %v; want 0", code, err)
+	}
+	spdy, ws := proxy.counts()
+	t.Logf("the proxy refused %d SPDY upgrades and carried %d WebSocket ones", spdy, ws)
+	if spdy != 1 || ws < 3 {
+		t.Errorf("proxy saw %d SPDY and %d WebSocket upgrades; want SPDY tried once and refused, then WebSocket for every session (read, copy, Wait)", spdy, ws)
+	}
+}
+
+// spdyRefusingProxy forwards requests to the API server and refuses SPDY upgrades with a 400,
+// counting both kinds of upgrade.
+type spdyRefusingProxy struct {
+	t        *testing.T
+	target   *rest.Config
+	once     sync.Once
+	rp       *httputil.ReverseProxy
+	mu       sync.Mutex
+	spdy, ws int
+}
+
+func (p *spdyRefusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.once.Do(func() {
+		u, err := url.Parse(p.target.Host)
+		if err != nil {
+			p.t.Errorf("API server URL %q: %v", p.target.Host, err)
+			return
+		}
+		tlsCfg, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: p.target.CAFile, CAData: p.target.CAData}})
+		if err != nil {
+			p.t.Errorf("TLS config for the API server: %v", err)
+			return
+		}
+		p.rp = httputil.NewSingleHostReverseProxy(u)
+		p.rp.Transport = &http.Transport{TLSClientConfig: tlsCfg}
+	})
+	if p.rp == nil {
+		http.Error(w, "proxy not set up", http.StatusInternalServerError)
+		return
+	}
+	upgrade := strings.ToLower(r.Header.Get("Upgrade"))
+	p.mu.Lock()
+	switch {
+	case strings.HasPrefix(upgrade, "spdy/"):
+		p.spdy++
+	case upgrade == "websocket":
+		p.ws++
+	}
+	p.mu.Unlock()
+	if strings.HasPrefix(upgrade, "spdy/") {
+		http.Error(w, "this proxy does not carry SPDY", http.StatusBadRequest)
+		return
+	}
+	p.rp.ServeHTTP(w, r)
+}
+
+func (p *spdyRefusingProxy) counts() (spdy, ws int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spdy, p.ws
 }
 
 // kubectlPath finds kubectl: on PATH, or where hack/lib/build.sh puts it.

@@ -413,6 +413,7 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 	if r1.pod.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("produce: phase %s", r1.pod.Status.Phase)
 	}
+	t.Logf("produce: wait's peak RSS %.1f MiB", waitPeakRSS(t, r1))
 	sum := r1.param(t, "sum")
 	if len(r1.outputs.Artifacts) != 2 {
 		t.Fatalf("artifacts %+v, want out and raw (maybe is optional and absent)", r1.outputs.Artifacts)

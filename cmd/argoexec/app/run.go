@@ -22,6 +22,7 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 	if err != nil {
 		return err
 	}
+	defer logPeakRSS(o.Log)
 	return flow.Wait(ctx)
 }
 
@@ -31,6 +32,7 @@ func runInit(ctx context.Context, o *InitOptions) error {
 	if err != nil {
 		return err
 	}
+	defer logPeakRSS(o.Log)
 	return flow.Init(ctx)
 }
 

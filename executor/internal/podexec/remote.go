@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	compathttpstream "k8s.io/apimachinery/pkg/util/httpstream"
@@ -38,6 +39,11 @@ type RemoteExecer struct {
 	Config *rest.Config
 	// URL returns the exec URL for a request.
 	URL func(req ExecRequest) (*url.URL, error)
+
+	// spdyRefused is set once SPDY was refused and WebSocket carried the
+	// session: later sessions go straight to WebSocket instead of paying a
+	// refused upgrade each (behind a proxy that cannot carry SPDY).
+	spdyRefused atomic.Bool
 }
 
 // Exec implements Execer. The session uses SPDY and falls back on WebSocket
@@ -48,7 +54,7 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 	if err != nil {
 		return fmt.Errorf("build exec URL: %w", err)
 	}
-	ex, err := NewStreamExecutor(r.Config, u)
+	ex, err := newStreamExecutor(r.Config, u, &r.spdyRefused)
 	if err != nil {
 		return err
 	}
@@ -73,6 +79,12 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 // nodes/proxy get). When both are refused the error carries both refusals.
 // Run it with StreamWithContext.
 func NewStreamExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
+	return newStreamExecutor(cfg, u, nil)
+}
+
+// newStreamExecutor is NewStreamExecutor that records in refused (if not nil)
+// that SPDY was refused and WebSocket worked, and skips SPDY once it is set.
+func newStreamExecutor(cfg *rest.Config, u *url.URL, refused *atomic.Bool) (remotecommand.Executor, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("set up SPDY transport: %w", err)
@@ -85,13 +97,14 @@ func NewStreamExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, er
 	if err != nil {
 		return nil, fmt.Errorf("set up WebSocket exec: %w", err)
 	}
-	return &spdyFirst{spdy: spdyExec, ws: wsExec}, nil
+	return &spdyFirst{spdy: spdyExec, ws: wsExec, refused: refused}, nil
 }
 
 // spdyFirst streams over SPDY and, when the upgrade is refused, over
-// WebSocket.
+// WebSocket. With refused set, it goes to WebSocket directly.
 type spdyFirst struct {
 	spdy, ws remotecommand.Executor
+	refused  *atomic.Bool // may be nil
 }
 
 // Stream implements remotecommand.Executor; use StreamWithContext.
@@ -101,6 +114,9 @@ func (f *spdyFirst) Stream(options remotecommand.StreamOptions) error {
 
 // StreamWithContext implements remotecommand.Executor.
 func (f *spdyFirst) StreamWithContext(ctx context.Context, options remotecommand.StreamOptions) error {
+	if f.refused != nil && f.refused.Load() {
+		return f.ws.StreamWithContext(ctx, options)
+	}
 	err := f.spdy.StreamWithContext(ctx, options)
 	if err == nil || !(httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)) {
 		return err
@@ -108,6 +124,9 @@ func (f *spdyFirst) StreamWithContext(ctx context.Context, options remotecommand
 	wsErr := f.ws.StreamWithContext(ctx, options)
 	if wsErr != nil && (httpstream.IsUpgradeFailure(wsErr) || httpstream.IsHTTPSProxyError(wsErr)) {
 		return fmt.Errorf("SPDY: %w; WebSocket: %w", err, wsErr)
+	}
+	if f.refused != nil {
+		f.refused.Store(true) // WebSocket was upgraded: use it from now on
 	}
 	return wsErr
 }

@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 )
 
@@ -87,5 +89,54 @@ func TestIsForbidden(t *testing.T) {
 		if got := IsForbidden(tc.err); got != tc.want {
 			t.Errorf("%s: IsForbidden = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// countingExecutor is a remotecommand.Executor that counts its sessions and
+// returns err.
+type countingExecutor struct {
+	n   int
+	err error
+}
+
+func (c *countingExecutor) Stream(remotecommand.StreamOptions) error { c.n++; return c.err }
+
+func (c *countingExecutor) StreamWithContext(context.Context, remotecommand.StreamOptions) error {
+	c.n++
+	return c.err
+}
+
+// TestSPDYRefusalSticks: once SPDY was refused and WebSocket carried a
+// session, later sessions skip SPDY; when WebSocket is refused as well,
+// nothing sticks and both are tried again.
+func TestSPDYRefusalSticks(t *testing.T) {
+	refusedUpgrade := &httpstream.UpgradeFailureError{Cause: &UpgradeRefusedError{StatusCode: http.StatusBadRequest, Err: errors.New("proxy cannot carry SPDY")}}
+	tests := []struct {
+		name                 string
+		spdyErr, wsErr       error
+		wantSPDY, wantWS     int
+		wantSticky, wantFail bool
+	}{
+		{name: "SPDY works", wantSPDY: 3, wantWS: 0},
+		{name: "SPDY refused, WebSocket works", spdyErr: refusedUpgrade, wantSPDY: 1, wantWS: 3, wantSticky: true},
+		{name: "WebSocket session fails after its upgrade", spdyErr: refusedUpgrade, wsErr: errors.New("stream reset"), wantSPDY: 1, wantWS: 3, wantSticky: true, wantFail: true},
+		{name: "both refused", spdyErr: refusedUpgrade, wsErr: &httpstream.UpgradeFailureError{Cause: errors.New("403")}, wantSPDY: 3, wantWS: 3, wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var refused atomic.Bool
+			spdyX, wsX := &countingExecutor{err: tt.spdyErr}, &countingExecutor{err: tt.wsErr}
+			f := &spdyFirst{spdy: spdyX, ws: wsX, refused: &refused}
+			for range 3 {
+				err := f.StreamWithContext(context.Background(), remotecommand.StreamOptions{})
+				if (err != nil) != tt.wantFail {
+					t.Fatalf("StreamWithContext = %v, want failure %v", err, tt.wantFail)
+				}
+			}
+			if spdyX.n != tt.wantSPDY || wsX.n != tt.wantWS || refused.Load() != tt.wantSticky {
+				t.Errorf("SPDY sessions %d, WebSocket %d, sticky %v; want %d, %d, %v",
+					spdyX.n, wsX.n, refused.Load(), tt.wantSPDY, tt.wantWS, tt.wantSticky)
+			}
+		})
 	}
 }
