@@ -43,7 +43,8 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 	}
 	budget := wf.MaxAnnotationBytes - used - len(wf.AnnotationOutputs)
 	if err := CheckOutputsBudget(outputs, len(b), budget); err != nil {
-		return fmt.Errorf("report outputs on pod %s/%s: %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("report outputs on pod %s/%s: %w (the pod's other annotations use %d bytes, %d of them the template in %s)",
+			r.Namespace, r.Name, err, used, len(pod.Annotations[wf.AnnotationTemplate]), wf.AnnotationTemplate)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{wf.AnnotationOutputs: string(b)}}})
 	if err != nil {

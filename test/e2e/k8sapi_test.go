@@ -92,6 +92,22 @@ func k8sapiKubeconfig(t testing.TB, f *framework.Framework, name string, rules [
 	return p
 }
 
+// k8sapiStarted creates pod, waits until all its containers have started, and returns the
+// backend for it, authenticated by kubeconfig, logging to the test log.
+func k8sapiStarted(t *testing.T, f *framework.Framework, kubeconfig string, pod *corev1.Pod) *k8sapi.Executor {
+	t.Helper()
+	ctx := f.Context()
+	f.CreatePod(ctx, pod)
+	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
+		t.Fatal(err)
+	}
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
+	if err != nil {
+		t.Fatalf("k8sapi.New: %v", err)
+	}
+	return x
+}
+
 // k8sapiLog sends the backend's log lines to the test log; hook, if not nil, also sees them.
 func k8sapiLog(t testing.TB, hook logrus.Hook) *logrus.Entry {
 	log := logrus.New()
@@ -143,18 +159,8 @@ func TestK8sAPIConformance(t *testing.T) {
 		Backend: "k8sapi",
 		Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
 			f := framework.New(t)
-			ctx := f.Context()
 			kubeconfig := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
-			pod := k8sapiPod(f, "conformance", cs)
-			f.CreatePod(ctx, pod)
-			if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
-				t.Fatal(err)
-			}
-			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
-			if err != nil {
-				t.Fatalf("k8sapi.New: %v", err)
-			}
-			return x
+			return k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "conformance", cs))
 		},
 	})
 }
@@ -165,16 +171,8 @@ func TestK8sAPIForbiddenNamesPermission(t *testing.T) {
 	f := framework.New(t)
 	ctx := f.Context()
 	kubeconfig := k8sapiKubeconfig(t, f, "no-exec", k8sapiRules[:2])
-	pod := k8sapiPod(f, "forbidden", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
-	f.CreatePod(ctx, pod)
-	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
-		t.Fatal(err)
-	}
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = x.GetFileContents(ctx, "main", "/etc/hostname")
+	x := k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "forbidden", []executortest.Container{{Name: "main", Script: "sleep 3600"}}))
+	_, err := x.GetFileContents(ctx, "main", "/etc/hostname")
 	t.Logf("GetFileContents without pods/exec: %v", err)
 	for _, w := range []string{`"create" on "pods/exec"`, "namespace " + f.Namespace, "system:serviceaccount:" + f.Namespace + ":no-exec", `"main"`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
@@ -210,15 +208,7 @@ func TestK8sAPIWebSocketFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pod := k8sapiPod(f, "ws", []executortest.Container{{Name: "main", Script: "echo websocket > /tmp/ws; sleep 3"}})
-	f.CreatePod(ctx, pod)
-	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
-		t.Fatal(err)
-	}
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "ws", []executortest.Container{{Name: "main", Script: "echo websocket > /tmp/ws; sleep 3"}}))
 	got, err := x.GetFileContents(ctx, "main", "/tmp/ws")
 	if err != nil {
 		t.Fatalf("GetFileContents through a proxy that refuses SPDY: %v", err)
@@ -560,23 +550,6 @@ func TestK8sAPICopyHelper(t *testing.T) {
 	}
 }
 
-// pathHook records whether Wait's exec fast path or the watch saw the exit.
-type pathHook struct {
-	mu   sync.Mutex
-	fast bool
-}
-
-func (h *pathHook) Levels() []logrus.Level { return logrus.AllLevels }
-
-func (h *pathHook) Fire(e *logrus.Entry) error {
-	if strings.HasPrefix(e.Message, "exec session ended with the container") {
-		h.mu.Lock()
-		h.fast = true
-		h.mu.Unlock()
-	}
-	return nil
-}
-
 // TestK8sAPIWaitLatency measures Wait's latency from main's exit, read from a clock inside
 // main (its last act is to print /proc/uptime, the kernel's boot clock, which containers
 // share with this process; busybox's date has no %N), over 20 runs with the exec fast path
@@ -593,89 +566,17 @@ func TestK8sAPIWaitLatency(t *testing.T) {
 		runs   int
 		noExec bool
 	}{{"exec fast path + watch", 20, false}, {"watch alone", 5, true}} {
-		var lat, codeLat []time.Duration
-		fast := 0
+		var samples []waitSample
 		for i := range mode.runs {
-			d, c, viaFast := k8sapiWaitOnce(t, f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), mode.noExec)
-			lat, codeLat = append(lat, d), append(codeLat, c)
-			if viaFast {
-				fast++
+			pod := k8sapiPod(f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), waitLatencyPod)
+			f.CreatePod(f.Context(), pod)
+			hook := &fastPathHook{prefix: "exec session ended with the container"}
+			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: mode.noExec}, hookedLog(hook))
+			if err != nil {
+				t.Fatal(err)
 			}
+			samples = append(samples, measureWait(t, f, pod.Name, x, hook))
 		}
-		slices.Sort(lat)
-		t.Logf("Wait latency from main's exit, %s, %d runs: p50 %s, p90 %s, min %s, max %s; %d runs by the exec fast path, %d by the watch",
-			mode.name, mode.runs, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond),
-			lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), fast, mode.runs-fast)
-		t.Logf("GetExitCode after that Wait (it waits for the pod status to confirm the exit), from main's exit: p50 %s, max %s",
-			median(codeLat).Round(time.Millisecond), slices.Max(codeLat).Round(time.Millisecond))
+		logWaitLatency(t, "k8sapi, "+mode.name, "the exec fast path", "the watch", samples)
 	}
-}
-
-// k8sapiWaitOnce runs one pod whose main sleeps, prints the time and exits, with Wait
-// running from before main starts; it returns the latencies of Wait and of the exit code that
-// follows it, and whether the fast path won.
-func k8sapiWaitOnce(t *testing.T, f *framework.Framework, name string, noExec bool) (wait, code time.Duration, viaFast bool) {
-	t.Helper()
-	ctx := f.Context()
-	pod := k8sapiPod(f, name, []executortest.Container{
-		{Name: "main", Script: "sleep 2; cat /proc/uptime"},
-		{Name: "wait", Script: "sleep 3600"},
-	})
-	f.CreatePod(ctx, pod)
-	hook := &pathHook{}
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	log.SetOutput(testWriter{t})
-	log.AddHook(hook)
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: noExec}, logrus.NewEntry(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Wait(ctx, []string{"main"}); err != nil {
-		t.Fatalf("%s: Wait: %v", name, err)
-	}
-	returned, err := k8sapiBootClock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, err := x.GetExitCode(ctx, "main"); err != nil || code != 0 {
-		t.Fatalf("%s: GetExitCode = %d, %v", name, code, err)
-	}
-	coded, err := k8sapiBootClock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, err := f.PodLogs(ctx, pod.Name, "main")
-	if err != nil {
-		t.Fatalf("%s: logs: %v", name, err)
-	}
-	exited, err := k8sapiParseUptime(logs)
-	if err != nil {
-		t.Fatalf("%s: main printed %q: %v", name, logs, err)
-	}
-	_ = f.Client.CoreV1().Pods(f.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
-	return returned - exited, coded - exited, hook.fast
-}
-
-// k8sapiBootClock reads /proc/uptime: time since boot, 10 ms resolution.
-func k8sapiBootClock() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 0, err
-	}
-	return k8sapiParseUptime(string(b))
-}
-
-func k8sapiParseUptime(s string) (time.Duration, error) {
-	fs := strings.Fields(s)
-	if len(fs) == 0 {
-		return 0, fmt.Errorf("not /proc/uptime: %q", s)
-	}
-	sec, err := strconv.ParseFloat(fs[0], 64)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(sec * float64(time.Second)), nil
 }

@@ -31,7 +31,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -456,23 +455,6 @@ func TestKubeletCopyThroughput(t *testing.T) {
 		kubeletMedian(oursAPI), kubeletMedian(oursKubelet), kubeletMedian(theirsAPI), kubeletMedian(theirsKubelet))
 }
 
-// kubeletPathHook records whether Wait's exec watch saw the exit (else /pods polling did).
-type kubeletPathHook struct {
-	mu   sync.Mutex
-	fast bool
-}
-
-func (h *kubeletPathHook) Levels() []logrus.Level { return logrus.AllLevels }
-
-func (h *kubeletPathHook) Fire(e *logrus.Entry) error {
-	if strings.Contains(e.Message, "exec watch saw the container's processes die") {
-		h.mu.Lock()
-		h.fast = true
-		h.mu.Unlock()
-	}
-	return nil
-}
-
 // TestKubeletWaitLatency measures Wait's latency from main's exit, read from a clock inside
 // main (its last act is to print /proc/uptime: the node's clock since boot, 10 ms steps, the
 // same in the pod and here; busybox date has no %N), over 20 runs, and says which path each
@@ -485,93 +467,18 @@ func TestKubeletWaitLatency(t *testing.T) {
 	}
 	f := framework.New(t)
 	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
-	const runs = 20
-	var lat, code []time.Duration
-	fast := 0
-	for i := range runs {
-		d, c, viaWatch := kubeletWaitOnce(t, f, token, fmt.Sprintf("wait-%d", i))
-		lat, code = append(lat, d), append(code, c)
-		if viaWatch {
-			fast++
+	var samples []waitSample
+	for i := range 20 {
+		pod := kubeletPod(f, fmt.Sprintf("wait-%d", i), waitLatencyPod)
+		kubeletStartPod(t, f, pod)
+		hook := &fastPathHook{prefix: "kubelet: exec watch saw the container's processes die"}
+		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), hookedLog(hook))
+		if err != nil {
+			t.Fatal(err)
 		}
+		samples = append(samples, measureWait(t, f, pod.Name, x, hook))
 	}
-	slices.Sort(lat)
-	slices.Sort(code)
-	t.Logf("kubelet Wait latency from main's exit, %d runs: p50 %s, p90 %s, min %s, max %s; %d runs ended by the exec watch, %d by /pods polling",
-		runs, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond),
-		lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), fast, runs-fast)
-	t.Logf("exit code confirmed by the kubelet's status (GetExitCode after Wait) from main's exit: p50 %s, p90 %s",
-		code[len(code)/2].Round(time.Millisecond), code[len(code)*9/10].Round(time.Millisecond))
-}
-
-// kubeletWaitOnce runs one pod whose main sleeps, prints the uptime and exits, with Wait running
-// from before main exits; it returns Wait's latency, GetExitCode's (after Wait), and whether
-// the exec watch ended Wait.
-func kubeletWaitOnce(t *testing.T, f *framework.Framework, token, name string) (wait, code time.Duration, viaWatch bool) {
-	t.Helper()
-	ctx := f.Context()
-	pod := kubeletPod(f, name, []executortest.Container{
-		{Name: "main", Script: "sleep 2; cat /proc/uptime"},
-		{Name: "wait", Script: "sleep 3600"},
-	})
-	kubeletStartPod(t, f, pod)
-	hook := &kubeletPathHook{}
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	log.SetOutput(io.Discard)
-	log.AddHook(hook)
-	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), logrus.NewEntry(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Wait(ctx, []string{"main"}); err != nil {
-		t.Fatalf("%s: Wait: %v", name, err)
-	}
-	returned, err := kubeletUptime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, err := x.GetExitCode(ctx, "main"); err != nil || code != 0 {
-		t.Fatalf("%s: GetExitCode = %d, %v", name, code, err)
-	}
-	coded, err := kubeletUptime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, err := f.PodLogs(ctx, pod.Name, "main")
-	if err != nil {
-		t.Fatalf("%s: logs: %v", name, err)
-	}
-	exited, err := parseUptime(logs)
-	if err != nil {
-		t.Fatalf("%s: main printed %q, want /proc/uptime: %v", name, logs, err)
-	}
-	_ = f.Client.CoreV1().Pods(f.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
-	return returned - exited, coded - exited, hook.fast
-}
-
-// kubeletUptime reads the node's /proc/uptime (this test runs on the node).
-func kubeletUptime() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 0, err
-	}
-	return parseUptime(string(b))
-}
-
-// parseUptime parses the first field of /proc/uptime ("12345.67 ...").
-func parseUptime(s string) (time.Duration, error) {
-	fs := strings.Fields(s)
-	if len(fs) == 0 {
-		return 0, errors.New("empty")
-	}
-	sec, err := strconv.ParseFloat(fs[0], 64)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(sec * float64(time.Second)), nil
+	logWaitLatency(t, "kubelet", "the exec watch", "/pods polling", samples)
 }
 
 // TestKubeletPodsPollCost measures what one /pods poll costs with 30 pods on the node: the
