@@ -25,42 +25,77 @@ var ErrOutputMissing = errors.New("output path does not exist")
 // outputs and stops leftover sidecars. Every step that can still run does,
 // even after another failed; the error joins every failure and names its step.
 //
-// If ctx ends while main runs (SIGTERM from the kubelet, the template's
-// activeDeadlineSeconds), Wait asks main to stop, then saves what exists
-// within SaveTimeout.
+// When main runs past the template's activeDeadlineSeconds, Wait stops it
+// (Kill, bounded by StopTimeout) and saves what exists. When Wait itself is
+// interrupted (ctx ends: SIGTERM, which only the kubelet sends, because the
+// pod is being deleted, was evicted or hit its own activeDeadlineSeconds),
+// the kubelet is already stopping main from outside, so Wait does not, and
+// goes straight to saving. Saving is bounded by SaveTimeout, of which the
+// last ReportReserve is kept for the report alone: a backend that hangs
+// (a kubelet busy tearing the pod down) costs the outputs it could not
+// collect, never the report of those it could.
 func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	var errs stepErrors
 	start := time.Now()
-	saveCtx, cancel := we.waitMain(ctx, &errs)
-	defer cancel()
-	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("main exited; collecting outputs")
+	saving, since := we.waitMain(ctx, &errs)
+	msg := "main exited; collecting outputs"
+	if saving {
+		msg = "saving what exists (main did not exit by itself)"
+	}
+	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info(msg)
+
+	// collectCtx bounds collecting; reportCtx, the report and what follows.
+	collectCtx, reportCtx := ctx, context.WithoutCancel(ctx)
+	cancelCollect, cancelReport := context.CancelFunc(func() {}), context.CancelFunc(func() {})
+	if saving {
+		end := since.Add(we.cfg.SaveTimeout)
+		reportCtx, cancelReport = context.WithDeadline(context.WithoutCancel(ctx), end)
+		collectCtx, cancelCollect = context.WithDeadline(reportCtx, end.Add(-we.cfg.ReportReserve))
+	} else {
+		reportCtx, cancelReport = context.WithTimeout(reportCtx, we.cfg.SaveTimeout)
+	}
+	defer cancelReport()
+	defer cancelCollect()
 
 	out := &wf.NodeOutputs{}
-	if code, err := we.runtime.GetExitCode(saveCtx, wf.MainContainerName); err != nil {
+	exitCtx, cancelExit := collectCtx, context.CancelFunc(func() {})
+	if saving {
+		// main may still be running (it could not be stopped): do not let
+		// waiting for its exit code use up the time for the outputs.
+		exitCtx, cancelExit = context.WithTimeout(collectCtx, exitCodeTimeout)
+	}
+	if code, err := we.runtime.GetExitCode(exitCtx, wf.MainContainerName); err != nil {
 		errs.add("read main's exit code", err)
 	} else {
 		out.ExitCode = &code
 	}
+	cancelExit()
 	if we.cfg.Template.Script != nil {
-		errs.add("collect script result", we.collectResult(saveCtx, out))
+		errs.add("collect script result", we.collectResult(collectCtx, out))
 	}
-	errs.add("collect output parameters", we.collectParameters(saveCtx, out))
-	errs.add("collect output artifacts", we.collectArtifacts(saveCtx, out))
+	errs.add("collect output parameters", we.collectParameters(collectCtx, out))
+	errs.add("collect output artifacts", we.collectArtifacts(collectCtx, out))
 	if we.reporter != nil {
-		errs.add("report outputs", we.reporter.Report(saveCtx, out))
+		errs.add("report outputs", we.reporter.Report(reportCtx, out))
 	}
 	if we.cfg.SidecarMode == wf.SidecarModeLegacy {
-		errs.add("stop sidecars", we.stopSidecars(saveCtx))
+		errs.add("stop sidecars", we.stopSidecars(reportCtx))
 	}
 	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("wait finished")
 	return errs.err()
 }
 
-// waitMain blocks until main has exited. It returns the context the rest of
-// the flow runs in: ctx itself, or, if ctx ended or the template's deadline
-// passed first, a fresh one bounded by SaveTimeout after main was asked to
-// stop.
-func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) (context.Context, context.CancelFunc) {
+// exitCodeTimeout bounds reading main's exit code while saving after an
+// interruption or a deadline; the kubelet reports an exit within about a
+// second of it.
+const exitCodeTimeout = 5 * time.Second
+
+// waitMain blocks until main has exited, ctx ended, or the template's
+// deadline passed; in the last two cases it records why and returns true and
+// when saving began: the rest of the flow is saving what exists, within
+// SaveTimeout of that. On the deadline it stops main first, within
+// StopTimeout (part of SaveTimeout).
+func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) (saving bool, since time.Time) {
 	waitCtx, cancelWait := ctx, context.CancelFunc(func() {})
 	deadline := we.cfg.Template.ActiveDeadlineSeconds
 	if deadline != nil && *deadline > 0 {
@@ -68,23 +103,25 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) (con
 	}
 	defer cancelWait()
 	err := we.runtime.Wait(waitCtx, []string{wf.MainContainerName})
-	if err == nil {
-		return context.WithCancel(ctx)
-	}
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), we.cfg.SaveTimeout)
+	since = time.Now()
 	switch {
+	case err == nil:
+		return false, since
 	case ctx.Err() != nil:
-		errs.add("wait for main", fmt.Errorf("interrupted (%w) while main was running; stopping main and saving what exists", context.Cause(ctx)))
+		errs.add("wait for main", fmt.Errorf("interrupted (%w) while main was running: the kubelet is stopping the pod's containers; saving what exists", context.Cause(ctx)))
+		return true, since
 	case waitCtx.Err() != nil:
 		errs.add("wait for main", fmt.Errorf("main exceeded the template's activeDeadlineSeconds (%ds); stopping it and saving what exists", *deadline))
 	default:
 		errs.add("wait for main", err)
-		return saveCtx, cancel
+		return true, since
 	}
-	if kerr := we.runtime.Kill(saveCtx, []string{wf.MainContainerName}, we.cfg.KillGrace/2); kerr != nil {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(we.cfg.StopTimeout, we.cfg.SaveTimeout-we.cfg.ReportReserve))
+	defer cancel()
+	if kerr := we.runtime.Kill(stopCtx, []string{wf.MainContainerName}, we.cfg.KillGrace/2); kerr != nil {
 		errs.add("stop main", kerr)
 	}
-	return saveCtx, cancel
+	return true, since
 }
 
 // collectResult reads main's stdout into out.Result, at most MaxResultBytes;

@@ -53,10 +53,18 @@ type WorkflowConfig struct {
 	// KillGrace is how long stopped containers get between SIGTERM and
 	// SIGKILL; zero means 10 s.
 	KillGrace time.Duration
-	// SaveTimeout bounds collecting and reporting outputs after wait was
-	// interrupted (SIGTERM, deadline); zero means 20 s, inside the pod's
-	// default 30 s termination grace.
+	// SaveTimeout bounds stopping main, collecting and reporting outputs
+	// after wait was interrupted (SIGTERM, deadline), and the report alone
+	// otherwise; zero means 20 s, inside the pod's default 30 s termination
+	// grace.
 	SaveTimeout time.Duration
+	// ReportReserve is the end of SaveTimeout kept for the report: collecting
+	// stops when only this much is left. Zero means 5 s.
+	ReportReserve time.Duration
+	// StopTimeout bounds stopping main after the template's deadline (Kill
+	// with half of KillGrace, and the status reads around it), within
+	// SaveTimeout; zero means KillGrace.
+	StopTimeout time.Duration
 }
 
 // WorkflowExecutor runs the init and wait flows over a ContainerRuntimeExecutor.
@@ -80,6 +88,12 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, s
 	}
 	if cfg.SaveTimeout == 0 {
 		cfg.SaveTimeout = 20 * time.Second
+	}
+	if cfg.ReportReserve == 0 {
+		cfg.ReportReserve = min(5*time.Second, cfg.SaveTimeout/4)
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = cfg.KillGrace
 	}
 	if cfg.MainCtrFS == "" {
 		cfg.MainCtrFS = wf.MainCtrFSPath

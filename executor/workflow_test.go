@@ -343,9 +343,11 @@ func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
 
 func TestWaitInterruptedStillReports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	killed := false
 	fake := &executortest.Fake{
 		WaitFunc:        func(ctx context.Context, _ []string) error { cancel(); <-ctx.Done(); return ctx.Err() },
 		GetExitCodeFunc: exitCode(0),
+		KillFunc:        func(context.Context, []string, time.Duration) error { killed = true; return nil },
 	}
 	rep := &recorder{}
 	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}}, fake, nil, rep, testLog())
@@ -356,6 +358,95 @@ func TestWaitInterruptedStillReports(t *testing.T) {
 	if rep.got == nil {
 		t.Error("nothing reported after interruption")
 	}
+	if killed {
+		t.Error("wait killed main after SIGTERM; the kubelet stops it (from outside, which works on a PID 1 that ignores SIGTERM)")
+	}
+}
+
+// blockUntilDone is a backend call that hangs until its context ends, as
+// calls to a kubelet busy tearing the pod down were seen to.
+func blockUntilDone(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
+// TestWaitSavingIsBounded: while saving (after SIGTERM or the deadline),
+// backend calls that hang cost the outputs they were collecting, never the
+// report of the others, and Wait ends within SaveTimeout.
+func TestWaitSavingIsBounded(t *testing.T) {
+	const save, reserve = 600 * time.Millisecond, 200 * time.Millisecond
+	deadline := int64(1)
+	tests := []struct {
+		name      string
+		deadline  *int64
+		interrupt bool
+		wantErr   []string
+	}{
+		{name: "SIGTERM", interrupt: true, wantErr: []string{"interrupted", "read main's exit code", `output parameter "q"`}},
+		{name: "deadline, stop main hangs", deadline: &deadline, wantErr: []string{"activeDeadlineSeconds", "stop main", "read main's exit code", `output parameter "q"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, "work"), 0o755)
+			os.WriteFile(filepath.Join(dir, "work", "p"), []byte("on a volume"), 0o644)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fake := &executortest.Fake{
+				WaitFunc: func(ctx context.Context, _ []string) error {
+					if tt.interrupt {
+						cancel()
+					}
+					return blockUntilDone(ctx)
+				},
+				KillFunc:            func(ctx context.Context, _ []string, _ time.Duration) error { return blockUntilDone(ctx) },
+				GetExitCodeFunc:     func(ctx context.Context, _ string) (int, error) { return 0, blockUntilDone(ctx) },
+				GetFileContentsFunc: func(ctx context.Context, _, _ string) (string, error) { return "", blockUntilDone(ctx) },
+			}
+			tmpl := &wf.Template{
+				Container:             &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}},
+				ActiveDeadlineSeconds: tt.deadline,
+				Outputs: wf.Outputs{Parameters: []wf.Parameter{
+					{Name: "p", ValueFrom: &wf.ValueFrom{Path: "/work/p"}}, // from the mirror
+					{Name: "q", ValueFrom: &wf.ValueFrom{Path: "/tmp/q"}},  // through the hanging backend
+				}},
+			}
+			var reportCtxErr error
+			rep := &ctxRecorder{check: func(ctx context.Context) { reportCtxErr = ctx.Err() }}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: dir, SaveTimeout: save, ReportReserve: reserve}, fake, nil, rep, testLog())
+			start := time.Now()
+			err := we.Wait(ctx)
+			took := time.Since(start)
+			for _, w := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("err %v does not contain %q", err, w)
+				}
+			}
+			if rep.got == nil || reportCtxErr != nil {
+				t.Fatalf("report: outputs %+v, its context's error %v; want a report with time left", rep.got, reportCtxErr)
+			}
+			if len(rep.got.Parameters) != 1 || rep.got.Parameters[0].Name != "p" || string(*rep.got.Parameters[0].Value) != "on a volume" {
+				t.Errorf("reported parameters %+v, want p from the volume", rep.got.Parameters)
+			}
+			limit := save + 2*time.Second // slack for a loaded machine; unbounded calls would hang
+			if tt.deadline != nil {
+				limit += time.Duration(*tt.deadline) * time.Second
+			}
+			if took > limit {
+				t.Errorf("Wait took %s, want within %s", took, limit)
+			}
+		})
+	}
+}
+
+// ctxRecorder is a reporter that records the outputs and lets the test look
+// at the context it was given.
+type ctxRecorder struct {
+	got   *wf.NodeOutputs
+	check func(context.Context)
+}
+
+func (r *ctxRecorder) Report(ctx context.Context, o *wf.NodeOutputs) error {
+	r.check(ctx)
+	r.got = o
+	return nil
 }
 
 func TestCheckOutputsBudget(t *testing.T) {

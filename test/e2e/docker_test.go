@@ -388,9 +388,16 @@ func TestDockerCopyThroughput(t *testing.T) {
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "big.tgz")
 	const runs = 3
-	var backend, raw, rawFile []time.Duration
-	for range runs { // interleaved, so load on the machine hits all three alike
+	dockerCLI := dockerCLIPath(t)
+	var backend, raw, rawFile, cli []time.Duration
+	for range runs { // interleaved, so load on the machine hits all four alike
 		start := time.Now()
+		cmd := exec.CommandContext(ctx, dockerCLI, "-H", "unix://"+p.d.Sock, "cp", p.ids["main"]+":/tmp/big.bin", filepath.Join(dir, "docker-cp.bin"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker cp: %v\n%s", err, out)
+		}
+		cli = append(cli, time.Since(start))
+		start = time.Now()
 		if n, err := rawArchive(ctx, p.d, p.ids["main"], "/tmp/big.bin", io.Discard); err != nil || n < size {
 			t.Fatalf("raw archive stream: %d bytes, %v", n, err)
 		}
@@ -415,6 +422,12 @@ func TestDockerCopyThroughput(t *testing.T) {
 	mibps := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
 	t.Logf("256 MiB, compression off, median of %d interleaved runs: backend CopyFile to .tgz %s (%.0f MiB/s); raw archive stream to io.Discard %s (%.0f MiB/s), to a file %s (%.0f MiB/s); throughput ratio backend/raw %.2f, backend/raw-to-file %.2f",
 		runs, mb.Round(time.Millisecond), mibps(mb), mr.Round(time.Millisecond), mibps(mr), mf.Round(time.Millisecond), mibps(mf), mr.Seconds()/mb.Seconds(), mf.Seconds()/mb.Seconds())
+	if st, err := os.Stat(filepath.Join(dir, "docker-cp.bin")); err != nil || st.Size() != size {
+		t.Fatalf("docker cp wrote %v, %v", st, err)
+	}
+	mc := median(cli)
+	t.Logf("peer in the same run: `docker cp` (%s) %s (%.0f MiB/s): CopyFile is %.2fx as fast (goal >= 1.0)",
+		dockerCLI, mc.Round(time.Millisecond), mibps(mc), mc.Seconds()/mb.Seconds())
 
 	small, _ := bigFilePod(t, 64<<20)
 	base64, rss64 := helperPeakRSS(t, small, "/tmp/big.bin")
@@ -425,6 +438,19 @@ func TestDockerCopyThroughput(t *testing.T) {
 	if rss256-base256 > rss64-base64+8<<20 {
 		t.Errorf("peak RSS grows with file size: the copy adds %d bytes for 64 MiB, %d for 256 MiB", rss64-base64, rss256-base256)
 	}
+}
+
+// dockerCLIPath is the docker CLI of Debian's docker.io package, which hack/cluster.sh installs
+// with dockerd (the benchmark's peer; the backend itself never runs a CLI).
+func dockerCLIPath(t *testing.T) string {
+	if _, err := os.Stat("/usr/bin/docker"); err == nil {
+		return "/usr/bin/docker"
+	}
+	p, err := exec.LookPath("docker")
+	if err != nil {
+		t.Skip("no docker CLI (hack/cluster.sh installs docker.io, which has it): cannot measure the docker cp peer")
+	}
+	return p
 }
 
 // helperPeakRSS re-runs this test binary as a helper that does one CopyFile and exits, and
