@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
@@ -310,8 +313,11 @@ func compressionLevel(a wf.Artifact) int {
 }
 
 // archiveOutput writes main's path p as a .tgz at dest: from the volume
-// mirror when p is on one of main's volumes, else through the backend.
+// mirror when p is on one of main's volumes, else through the backend. A
+// long one logs its progress (see logGrowth).
 func (we *WorkflowExecutor) archiveOutput(ctx context.Context, p, dest string, level int) error {
+	stop := logGrowth(we.log.WithField("path", p), dest, we.cfg.ProgressEvery)
+	defer stop()
 	root, rel, ok := we.onVolume(p)
 	if !ok {
 		err := we.runtime.CopyFile(ctx, wf.MainContainerName, p, dest, level)
@@ -378,4 +384,46 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	sort.Strings(sidecars)
 	we.log.WithField("sidecars", sidecars).Info("stopping sidecars (sidecarMode: legacy)")
 	return we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
+}
+
+// logGrowth logs, every interval until stop is called, how many bytes the
+// file at path has and the rate since the start: progress of an archive
+// being written, whichever backend writes it, without a hook in the
+// ContainerRuntimeExecutor interface. A copy shorter than one interval logs
+// nothing; a longer one also logs a final line.
+func logGrowth(log *logrus.Entry, path string, interval time.Duration) (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	emit := func(state string) {
+		st, err := os.Stat(path)
+		if err != nil {
+			return
+		}
+		secs := time.Since(start).Seconds()
+		log.WithFields(logrus.Fields{"bytes": st.Size(), "MiBps": math.Round(float64(st.Size())/(1<<20)/secs*10) / 10}).
+			Infof("archiving output %s", state)
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		logged := false
+		for {
+			select {
+			case <-done:
+				if logged {
+					emit("finished")
+				}
+				return
+			case <-t.C:
+				logged = true
+				emit("in progress")
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

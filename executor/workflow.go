@@ -61,6 +61,9 @@ type WorkflowConfig struct {
 	// ReportReserve is the end of SaveTimeout kept for the report: collecting
 	// stops when only this much is left. Zero means 5 s.
 	ReportReserve time.Duration
+	// ProgressEvery is how often a long output archive logs its size and
+	// rate; zero means 5 s.
+	ProgressEvery time.Duration
 	// StopTimeout bounds stopping main after the template's deadline (Kill
 	// with half of KillGrace, and the status reads around it), within
 	// SaveTimeout; zero means KillGrace.
@@ -91,6 +94,9 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, s
 	}
 	if cfg.ReportReserve == 0 {
 		cfg.ReportReserve = min(5*time.Second, cfg.SaveTimeout/4)
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = 5 * time.Second
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = cfg.KillGrace

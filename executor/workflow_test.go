@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/executor"
@@ -540,5 +541,74 @@ func TestInit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inputs, "..", "escape")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("hostile archive wrote outside: %v", err)
+	}
+}
+
+// TestArchiveProgress: an output archive that takes several intervals to
+// write logs its growing size and a final line; a quick one logs nothing.
+func TestArchiveProgress(t *testing.T) {
+	tests := []struct {
+		name      string
+		chunks    int
+		pause     time.Duration
+		every     time.Duration
+		wantLines bool
+	}{
+		{name: "slow copy", chunks: 4, pause: 60 * time.Millisecond, every: 50 * time.Millisecond, wantLines: true},
+		{name: "quick copy", chunks: 1, every: time.Minute, wantLines: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := &wf.Template{Container: &corev1.Container{}, Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "big", Path: "/tmp/big"}}}}
+			fake := &executortest.Fake{
+				CopyFileFunc: func(_ context.Context, _, _, dest string, _ int) error {
+					f, err := os.Create(dest)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					var buf bytes.Buffer
+					zw := gzip.NewWriter(&buf)
+					tw := tar.NewWriter(zw)
+					body := bytes.Repeat([]byte{'x'}, 64*1024)
+					tw.WriteHeader(&tar.Header{Name: "big", Mode: 0o644, Size: int64(len(body) * tt.chunks), Typeflag: tar.TypeReg})
+					for range tt.chunks {
+						tw.Write(body)
+						zw.Flush()
+						f.Write(buf.Bytes()) // the archive grows on disk chunk by chunk
+						buf.Reset()
+						time.Sleep(tt.pause)
+					}
+					tw.Close()
+					zw.Close()
+					_, err = f.Write(buf.Bytes())
+					return err
+				},
+			}
+			log, hook := logtest.NewNullLogger()
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), ProgressEvery: tt.every},
+				fake, &memStore{}, &recorder{}, logrus.NewEntry(log))
+			if err := we.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var progress, finished int
+			for _, e := range hook.AllEntries() {
+				switch e.Message {
+				case "archiving output in progress":
+					progress++
+					if e.Data["path"] != "/tmp/big" || e.Data["bytes"].(int64) <= 0 {
+						t.Errorf("progress line %v: want the path and a size", e.Data)
+					}
+				case "archiving output finished":
+					finished++
+				}
+			}
+			if got := progress > 0 && finished == 1; got != tt.wantLines {
+				t.Errorf("%d progress lines, %d final lines; want lines: %v", progress, finished, tt.wantLines)
+			}
+			if !tt.wantLines && progress+finished != 0 {
+				t.Errorf("a quick copy logged %d progress lines", progress+finished)
+			}
+		})
 	}
 }
