@@ -134,13 +134,6 @@ func (p *dockerPod) executor(findTimeout time.Duration) *docker.Executor {
 }
 
 // testWriter sends the backend's log lines to the test log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Logf("%s", strings.TrimSpace(string(b)))
-	return len(b), nil
-}
-
 // The conformance suite on the real dockerd: files (running and stopped containers), logs
 // demultiplexed, exit codes, Wait through the wait API, Kill from outside the PID namespace.
 func TestDockerConformance(t *testing.T) {

@@ -171,7 +171,7 @@ func (s *dockerStep) start(t *testing.T, order ...string) (int, string, *wf.Node
 	if err != nil {
 		t.Fatalf("wait for the wait container: %v", err)
 	}
-	log, _ := s.d.ContainerLogs(ctx, s.ids["wait"])
+	log, _ := s.d.ContainerLogs(ctx, s.ids["wait"], 0)
 	t.Logf("wait exited %d; log:\n%s", code, log)
 	p, err := s.e.f.Client.CoreV1().Pods(s.pod.Namespace).Get(ctx, s.pod.Name, metav1.GetOptions{})
 	if err != nil {

@@ -19,11 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,55 +99,11 @@ func k8sapiStarted(t *testing.T, f *framework.Framework, kubeconfig string, pod 
 	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
 		t.Fatal(err)
 	}
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, k8sapiLog(t, nil))
+	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, testLog(t, nil))
 	if err != nil {
 		t.Fatalf("k8sapi.New: %v", err)
 	}
 	return x
-}
-
-// k8sapiLog sends the backend's log lines to the test log; hook, if not nil, also sees them.
-func k8sapiLog(t testing.TB, hook logrus.Hook) *logrus.Entry {
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	log.SetOutput(testWriter{t})
-	if hook != nil {
-		log.AddHook(hook)
-	}
-	return logrus.NewEntry(log)
-}
-
-// k8sapiPod is a pod of busybox containers running the scripts, with an emptyDir at /data.
-func k8sapiPod(f *framework.Framework, name string, cs []executortest.Container) *corev1.Pod {
-	pod := f.SimplePod(name, "true")
-	pod.Spec.Containers = nil
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	for _, c := range cs {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
-			Name:            c.Name,
-			Image:           f.Env.BusyboxImage,
-			ImagePullPolicy: corev1.PullNever,
-			Command:         []string{"/bin/sh", "-c", c.Script},
-			VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-		})
-	}
-	return pod
-}
-
-// startedAll is a WaitForPod condition: every container has started (running or finished).
-func startedAll(p *corev1.Pod) (bool, error) {
-	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
-		return false, nil
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Running == nil && cs.State.Terminated == nil {
-			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-				return false, fmt.Errorf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
-			}
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // TestK8sAPIConformance runs the conformance suite against a real pod, as a service account
@@ -160,7 +114,7 @@ func TestK8sAPIConformance(t *testing.T) {
 		Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
 			f := framework.New(t)
 			kubeconfig := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
-			return k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "conformance", cs))
+			return k8sapiStarted(t, f, kubeconfig, scriptPod(f, "conformance", cs))
 		},
 	})
 }
@@ -171,7 +125,7 @@ func TestK8sAPIForbiddenNamesPermission(t *testing.T) {
 	f := framework.New(t)
 	ctx := f.Context()
 	kubeconfig := k8sapiKubeconfig(t, f, "no-exec", k8sapiRules[:2])
-	x := k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "forbidden", []executortest.Container{{Name: "main", Script: "sleep 3600"}}))
+	x := k8sapiStarted(t, f, kubeconfig, scriptPod(f, "forbidden", []executortest.Container{{Name: "main", Script: "sleep 3600"}}))
 	_, err := x.GetFileContents(ctx, "main", "/etc/hostname")
 	t.Logf("GetFileContents without pods/exec: %v", err)
 	for _, w := range []string{`"create" on "pods/exec"`, "namespace " + f.Namespace, "system:serviceaccount:" + f.Namespace + ":no-exec", `"main"`} {
@@ -208,7 +162,7 @@ func TestK8sAPIWebSocketFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	x := k8sapiStarted(t, f, kubeconfig, k8sapiPod(f, "ws", []executortest.Container{{Name: "main", Script: "echo websocket > /tmp/ws; sleep 3"}}))
+	x := k8sapiStarted(t, f, kubeconfig, scriptPod(f, "ws", []executortest.Container{{Name: "main", Script: "echo websocket > /tmp/ws; sleep 3"}}))
 	got, err := x.GetFileContents(ctx, "main", "/tmp/ws")
 	if err != nil {
 		t.Fatalf("GetFileContents through a proxy that refuses SPDY: %v", err)
@@ -288,65 +242,12 @@ func (p *spdyRefusingProxy) counts() (spdy, ws int) {
 	return p.spdy, p.ws
 }
 
-// kubectlPath finds kubectl: on PATH, or where hack/lib/build.sh puts it.
-func kubectlPath(t testing.TB) string {
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	p := "/var/cache/argoexec/bin/kubectl"
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no kubectl on PATH or at %s (hack/cluster.sh up builds it)", p)
-	}
-	return p
-}
-
-// daemonCPU returns the CPU time (user+system) so far of the first process whose command
-// name is comm, read from /proc; zero if there is none (the daemons run on this machine).
-func daemonCPU(comm string) time.Duration {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		c, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(c)) != comm {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			return 0
-		}
-		// Fields after the ")" that closes comm: state is 3rd, utime 14th, stime 15th.
-		s := string(stat)
-		fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		ut, _ := strconv.ParseInt(fs[11], 10, 64)
-		st, _ := strconv.ParseInt(fs[12], 10, 64)
-		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
-	}
-	return 0
-}
-
-// cpuMeter measures the CPU the API server and the kubelet spend between start and stop.
-type cpuMeter struct{ api, kubelet time.Duration }
-
-func startCPU() cpuMeter { return cpuMeter{daemonCPU("kube-apiserver"), daemonCPU("kubelet")} }
-
-func (m cpuMeter) since() (api, kubelet time.Duration) {
-	return daemonCPU("kube-apiserver") - m.api, daemonCPU("kubelet") - m.kubelet
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // k8sapiBigFilePod starts a pod whose main writes size random bytes to /data/big.bin (an
 // emptyDir, as in the anchor's measurements) and then idles.
 func k8sapiBigFilePod(t testing.TB, f *framework.Framework, name string, size int64) *corev1.Pod {
 	t.Helper()
 	ctx := f.Context()
-	pod := k8sapiPod(f, name, []executortest.Container{{Name: "main",
+	pod := scriptPod(f, name, []executortest.Container{{Name: "main",
 		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
 	f.CreatePod(ctx, pod)
 	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
@@ -379,7 +280,6 @@ func TestK8sAPICopyThroughput(t *testing.T) {
 		t.Skip("copies 256 MiB several times; not with -short")
 	}
 	const size = 256 << 20
-	kubectl := kubectlPath(t)
 	f := framework.New(t)
 	pod := k8sapiBigFilePod(t, f, "copy", size)
 	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, logrus.NewEntry(logrus.New()))
@@ -389,53 +289,19 @@ func TestK8sAPICopyThroughput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	const runs = 3
-	var ours, theirs, raw []time.Duration
-	var oursAPI, oursKubelet, theirsAPI, theirsKubelet, oursSelf []time.Duration
-	for i := range runs {
-		m := startCPU()
-		self := selfCPU()
+	var raw []time.Duration
+	r := copyVsKubectl(t, f, x, pod.Name, size, 3, func(i int) {
 		start := time.Now()
-		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "big.tgz"), gzip.NoCompression); err != nil {
-			t.Fatalf("run %d: CopyFile: %v", i, err)
-		}
-		ours = append(ours, time.Since(start))
-		oursSelf = append(oursSelf, selfCPU()-self)
-		a, k := m.since()
-		oursAPI, oursKubelet = append(oursAPI, a), append(oursKubelet, k)
-
-		start = time.Now()
 		if n, err := rawExecCat(ctx, f, pod.Name, "/data/big.bin"); err != nil || n != size {
 			t.Fatalf("run %d: raw exec cat: %d bytes, %v", i, n, err)
 		}
 		raw = append(raw, time.Since(start))
-
-		m = startCPU()
-		start = time.Now()
-		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", f.Env.Kubeconfig, "cp", "-c", "main",
-			f.Namespace+"/"+pod.Name+":/data/big.bin", filepath.Join(dir, "kubectl.bin"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("run %d: kubectl cp: %v\n%s", i, err, out)
-		}
-		theirs = append(theirs, time.Since(start))
-		a, k = m.since()
-		theirsAPI, theirsKubelet = append(theirsAPI, a), append(theirsKubelet, k)
-	}
-	if st, err := os.Stat(filepath.Join(dir, "kubectl.bin")); err != nil || st.Size() != size {
-		t.Fatalf("kubectl cp wrote %v, %v", st, err)
-	}
-	if st, err := os.Stat(filepath.Join(dir, "big.tgz")); err != nil || st.Size() < size {
-		t.Fatalf("CopyFile wrote %v, %v", st, err)
-	}
+	})
+	r.log(t, "k8sapi", size, ">= 1.8x")
 	mibps := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
-	mo, mt := median(ours), median(theirs)
-	t.Logf("256 MiB random, compression off, median of %d: k8sapi CopyFile %s (%.0f MiB/s; all %v), kubectl cp %s (%.0f MiB/s; all %v): ratio %.2fx (goal >= 1.8x)",
-		runs, mo.Round(time.Millisecond), mibps(mo), ours, mt.Round(time.Millisecond), mibps(mt), theirs, mt.Seconds()/mo.Seconds())
 	mr := median(raw)
 	t.Logf("ceiling in the same run: exec `cat` over SPDY through the API server to io.Discard, median %s (%.0f MiB/s; all %v): CopyFile reaches %.0f%% of it",
-		mr.Round(time.Millisecond), mibps(mr), raw, 100*mr.Seconds()/mo.Seconds())
-	t.Logf("CPU during the copy, median: k8sapi CopyFile: kube-apiserver %s, kubelet %s, this process %s; kubectl cp: kube-apiserver %s, kubelet %s",
-		median(oursAPI), median(oursKubelet), median(oursSelf), median(theirsAPI), median(theirsKubelet))
+		mr.Round(time.Millisecond), mibps(mr), raw, 100*mr.Seconds()/median(r.ours).Seconds())
 
 	// gzip, apart: the same copy at BestSpeed and at the default level, once each.
 	for _, lv := range []struct {
@@ -462,13 +328,6 @@ func TestK8sAPICopyThroughput(t *testing.T) {
 	if rss256 > rss64+8<<20 {
 		t.Errorf("peak RSS grows with file size: %d -> %d bytes", rss64, rss256)
 	}
-}
-
-// selfCPU is this process's CPU time so far (user+system).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rawExecCat streams `cat path` from main over SPDY through the API server into io.Discard,
@@ -568,7 +427,7 @@ func TestK8sAPIWaitLatency(t *testing.T) {
 	}{{"exec fast path + watch", 20, false}, {"watch alone", 5, true}} {
 		var samples []waitSample
 		for i := range mode.runs {
-			pod := k8sapiPod(f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), waitLatencyPod)
+			pod := scriptPod(f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), waitLatencyPod)
 			f.CreatePod(f.Context(), pod)
 			hook := &fastPathHook{prefix: "exec session ended with the container"}
 			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: mode.noExec}, hookedLog(hook))

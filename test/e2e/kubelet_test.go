@@ -12,7 +12,6 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -26,7 +25,6 @@ import (
 	"math/big"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,7 +33,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -97,24 +94,6 @@ func kubeletToken(t testing.TB, f *framework.Framework, name string, rules []rba
 }
 
 // kubeletLogWriter sends the backend's log lines to the test log.
-type kubeletLogWriter struct{ t testing.TB }
-
-func (w kubeletLogWriter) Write(b []byte) (int, error) {
-	w.t.Logf("%s", strings.TrimSpace(string(b)))
-	return len(b), nil
-}
-
-// kubeletLog is a debug-level logger into the test log; hook, if not nil, also sees it.
-func kubeletLog(t testing.TB, hook logrus.Hook) *logrus.Entry {
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	log.SetOutput(kubeletLogWriter{t})
-	if hook != nil {
-		log.AddHook(hook)
-	}
-	return logrus.NewEntry(log)
-}
-
 // kubeletConfig is the backend's Config for a pod of the test, as the pod builder would set
 // it: the node's IP, the cluster CA, a service-account token file.
 func kubeletConfig(f *framework.Framework, pod, tokenFile string) kubelet.Config {
@@ -128,45 +107,12 @@ func kubeletConfig(f *framework.Framework, pod, tokenFile string) kubelet.Config
 	}
 }
 
-// kubeletPod is a pod of busybox containers running the scripts, with an emptyDir at /data.
-func kubeletPod(f *framework.Framework, name string, cs []executortest.Container) *corev1.Pod {
-	pod := f.SimplePod(name, "true")
-	pod.Spec.Containers = nil
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	for _, c := range cs {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
-			Name:            c.Name,
-			Image:           f.Env.BusyboxImage,
-			ImagePullPolicy: corev1.PullNever,
-			Command:         []string{"/bin/sh", "-c", c.Script},
-			VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-		})
-	}
-	return pod
-}
-
-// kubeletStarted is a WaitForPod condition: every container has started (running or finished).
-func kubeletStarted(p *corev1.Pod) (bool, error) {
-	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
-		return false, nil
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Running == nil && cs.State.Terminated == nil {
-			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-				return false, fmt.Errorf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
-			}
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // kubeletStartPod creates the pod and waits until its containers have started.
 func kubeletStartPod(t testing.TB, f *framework.Framework, pod *corev1.Pod) {
 	t.Helper()
 	ctx := f.Context()
 	f.CreatePod(ctx, pod)
-	if _, err := f.WaitForPod(ctx, pod.Name, kubeletStarted); err != nil {
+	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -180,9 +126,9 @@ func TestKubeletConformance(t *testing.T) {
 		Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
 			f := framework.New(t)
 			token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
-			pod := kubeletPod(f, "conformance", cs)
+			pod := scriptPod(f, "conformance", cs)
 			kubeletStartPod(t, f, pod)
-			x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+			x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 			if err != nil {
 				t.Fatalf("kubelet.New: %v", err)
 			}
@@ -196,12 +142,12 @@ func TestKubeletConformance(t *testing.T) {
 func TestKubeletPermissions(t *testing.T) {
 	f := framework.New(t)
 	ctx := f.Context()
-	pod := kubeletPod(f, "perms", []executortest.Container{{Name: "main", Script: "echo hi > /data/hi; sleep 3600"}})
+	pod := scriptPod(f, "perms", []executortest.Container{{Name: "main", Script: "echo hi > /data/hi; sleep 3600"}})
 	kubeletStartPod(t, f, pod)
 
 	t.Run("no nodes/proxy", func(t *testing.T) {
 		token := kubeletToken(t, f, "no-proxy", nil)
-		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +162,7 @@ func TestKubeletPermissions(t *testing.T) {
 
 	t.Run("only nodes/proxy get: WebSocket exec", func(t *testing.T) {
 		token := kubeletToken(t, f, "proxy-get", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}})
-		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +185,7 @@ func TestKubeletPermissions(t *testing.T) {
 		if err := os.WriteFile(token, []byte("not-a-token"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,12 +214,12 @@ func TestKubeletTLS(t *testing.T) {
 	f := framework.New(t)
 	ctx := f.Context()
 	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
-	pod := kubeletPod(f, "tls", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
+	pod := scriptPod(f, "tls", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
 	kubeletStartPod(t, f, pod)
 
 	cfg := kubeletConfig(f, pod.Name, token)
 	cfg.CAFile = kubeletOtherCA(t)
-	x, err := kubelet.New(cfg, kubeletLog(t, nil))
+	x, err := kubelet.New(cfg, testLog(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +244,7 @@ func TestKubeletTLS(t *testing.T) {
 	}
 
 	cfg.Insecure = true
-	x, err = kubelet.New(cfg, kubeletLog(t, nil))
+	x, err = kubelet.New(cfg, testLog(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,60 +276,6 @@ func kubeletOtherCA(t testing.TB) string {
 	return p
 }
 
-// kubeletProcCPU returns the CPU time (user+system) so far of the first process whose command
-// name is comm, from /proc; zero if there is none (the daemons run on this machine).
-func kubeletProcCPU(comm string) time.Duration {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		c, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(c)) != comm {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			return 0
-		}
-		s := string(stat)
-		fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		ut, _ := strconv.ParseInt(fs[11], 10, 64)
-		st, _ := strconv.ParseInt(fs[12], 10, 64)
-		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
-	}
-	return 0
-}
-
-// kubeletCPU measures the CPU the API server and the kubelet spend from its start.
-type kubeletCPU struct{ api, kubelet time.Duration }
-
-func kubeletStartCPU() kubeletCPU {
-	return kubeletCPU{kubeletProcCPU("kube-apiserver"), kubeletProcCPU("kubelet")}
-}
-
-func (m kubeletCPU) since() (api, kubelet time.Duration) {
-	return kubeletProcCPU("kube-apiserver") - m.api, kubeletProcCPU("kubelet") - m.kubelet
-}
-
-func kubeletMedian(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// kubeletKubectl finds kubectl: on PATH, or where hack/lib/build.sh puts it.
-func kubeletKubectl(t testing.TB) string {
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	p := "/var/cache/argoexec/bin/kubectl"
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no kubectl on PATH or at %s (hack/cluster.sh up builds it)", p)
-	}
-	return p
-}
-
 // TestKubeletCopyThroughput measures, in one run, CopyFile of 256 MiB of random data
 // (compression off) through the kubelet backend against `kubectl cp` of the same file (the
 // ratio; goal >= 2.0x), with the API server's and the kubelet's CPU during each.
@@ -394,13 +286,12 @@ func TestKubeletCopyThroughput(t *testing.T) {
 		t.Skip("copies 256 MiB several times; not with -short")
 	}
 	const size = 256 << 20
-	kubectl := kubeletKubectl(t)
 	f := framework.New(t)
 	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
-	pod := kubeletPod(f, "copy", []executortest.Container{{Name: "main",
+	pod := scriptPod(f, "copy", []executortest.Container{{Name: "main",
 		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
 	kubeletStartPod(t, f, pod)
-	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,42 +308,7 @@ func TestKubeletCopyThroughput(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
-	const runs = 3
-	var ours, theirs, oursAPI, oursKubelet, theirsAPI, theirsKubelet []time.Duration
-	for i := range runs {
-		m := kubeletStartCPU()
-		start := time.Now()
-		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "big.tgz"), gzip.NoCompression); err != nil {
-			t.Fatalf("run %d: CopyFile: %v", i, err)
-		}
-		ours = append(ours, time.Since(start))
-		a, k := m.since()
-		oursAPI, oursKubelet = append(oursAPI, a), append(oursKubelet, k)
-
-		m = kubeletStartCPU()
-		start = time.Now()
-		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", f.Env.Kubeconfig, "cp", "-c", "main",
-			f.Namespace+"/"+pod.Name+":/data/big.bin", filepath.Join(dir, "kubectl.bin"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("run %d: kubectl cp: %v\n%s", i, err, out)
-		}
-		theirs = append(theirs, time.Since(start))
-		a, k = m.since()
-		theirsAPI, theirsKubelet = append(theirsAPI, a), append(theirsKubelet, k)
-	}
-	if st, err := os.Stat(filepath.Join(dir, "kubectl.bin")); err != nil || st.Size() != size {
-		t.Fatalf("kubectl cp wrote %v, %v", st, err)
-	}
-	if st, err := os.Stat(filepath.Join(dir, "big.tgz")); err != nil || st.Size() < size {
-		t.Fatalf("CopyFile wrote %v, %v", st, err)
-	}
-	mibps := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
-	mo, mt := kubeletMedian(ours), kubeletMedian(theirs)
-	t.Logf("256 MiB random, compression off, median of %d: kubelet CopyFile %s (%.0f MiB/s; all %v), kubectl cp %s (%.0f MiB/s; all %v): ratio %.2fx (goal >= 2.0x)",
-		runs, mo.Round(time.Millisecond), mibps(mo), ours, mt.Round(time.Millisecond), mibps(mt), theirs, mt.Seconds()/mo.Seconds())
-	t.Logf("CPU during the copy, median: kubelet CopyFile: kube-apiserver %s, kubelet %s; kubectl cp: kube-apiserver %s, kubelet %s",
-		kubeletMedian(oursAPI), kubeletMedian(oursKubelet), kubeletMedian(theirsAPI), kubeletMedian(theirsKubelet))
+	copyVsKubectl(t, f, x, pod.Name, size, 3, nil).log(t, "kubelet", size, ">= 2.0x")
 }
 
 // TestKubeletWaitLatency measures Wait's latency from main's exit, read from a clock inside
@@ -469,7 +325,7 @@ func TestKubeletWaitLatency(t *testing.T) {
 	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
 	var samples []waitSample
 	for i := range 20 {
-		pod := kubeletPod(f, fmt.Sprintf("wait-%d", i), waitLatencyPod)
+		pod := scriptPod(f, fmt.Sprintf("wait-%d", i), waitLatencyPod)
 		kubeletStartPod(t, f, pod)
 		hook := &fastPathHook{prefix: "kubelet: exec watch saw the container's processes die"}
 		x, err := kubelet.New(kubeletConfig(f, pod.Name, token), hookedLog(hook))
@@ -501,16 +357,16 @@ func TestKubeletPodsPollCost(t *testing.T) {
 	}
 	var last string
 	for i := len(all.Items); i < want; i++ {
-		pod := kubeletPod(f, fmt.Sprintf("filler-%d", i), []executortest.Container{{Name: "main", Script: "sleep 3600"}})
+		pod := scriptPod(f, fmt.Sprintf("filler-%d", i), []executortest.Container{{Name: "main", Script: "sleep 3600"}})
 		f.CreatePod(ctx, pod)
 		last = pod.Name
 	}
 	if last != "" {
-		if _, err := f.WaitForPod(ctx, last, kubeletStarted); err != nil {
+		if _, err := f.WaitForPod(ctx, last, startedAll); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pod := kubeletPod(f, "poll", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
+	pod := scriptPod(f, "poll", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
 	kubeletStartPod(t, f, pod)
 
 	// The bytes of one /pods, fetched as the backend fetches it.
@@ -534,7 +390,7 @@ func TestKubeletPodsPollCost(t *testing.T) {
 		t.Fatalf("GET /pods: %s", resp.Status)
 	}
 
-	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), kubeletLog(t, nil))
+	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +399,7 @@ func TestKubeletPodsPollCost(t *testing.T) {
 	}
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	m := kubeletStartCPU()
+	m := startCPU()
 	start := time.Now()
 	for range polls {
 		if _, err := x.GetExitCode(ctx, "main"); err == nil || !strings.Contains(err.Error(), "not terminated") {

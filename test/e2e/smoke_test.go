@@ -147,7 +147,7 @@ func TestSmokeDockerEngine(t *testing.T) {
 	if got := list[0].Labels["io.kubernetes.container.name"]; got != "main" {
 		t.Errorf("container name label = %q", got)
 	}
-	logs, err := d.ContainerLogs(ctx, id)
+	logs, err := d.ContainerLogs(ctx, id, 0)
 	if err != nil {
 		t.Fatalf("logs: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,7 +47,7 @@ type options struct {
 type node struct {
 	opt    options
 	client kubernetes.Interface
-	docker *dockerClient
+	docker *framework.Docker
 	pod    *corev1.Pod
 	dir    string
 	vols   map[string]string // volume name -> host path
@@ -98,8 +99,8 @@ func run(o options) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	n := &node{opt: o, client: client, docker: newDocker(o.sock), vols: map[string]string{}, ids: map[string]string{}}
-	if err := n.docker.ping(ctx); err != nil {
+	n := &node{opt: o, client: client, docker: framework.NewDocker(o.sock), vols: map[string]string{}, ids: map[string]string{}}
+	if err := n.docker.Ping(ctx); err != nil {
 		return false, err
 	}
 	defer n.cleanup()
@@ -160,7 +161,7 @@ func (n *node) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, c := range n.order {
-		if err := n.docker.do(ctx, "DELETE", "/containers/"+n.ids[c]+"?force=1&v=1", nil, nil); err != nil {
+		if err := n.docker.Do(ctx, "DELETE", "/containers/"+n.ids[c], url.Values{"force": {"1"}, "v": {"1"}}, nil, nil); err != nil {
 			fmt.Fprintf(os.Stderr, "dockernode: remove container %s: %v\n", c, err)
 		}
 	}
@@ -389,7 +390,7 @@ func (n *node) create(ctx context.Context, c corev1.Container) error {
 	}
 	name := fmt.Sprintf("k8s_%s_%s_%s_%s_0", c.Name, p.Name, p.Namespace, p.UID)
 	var out struct{ Id string }
-	if err := n.docker.do(ctx, "POST", "/containers/create?name="+name, body, &out); err != nil {
+	if err := n.docker.Do(ctx, "POST", "/containers/create", url.Values{"name": {name}}, body, &out); err != nil {
 		return fmt.Errorf("create container %s: %w", c.Name, err)
 	}
 	n.ids[c.Name] = out.Id
@@ -398,7 +399,7 @@ func (n *node) create(ctx context.Context, c corev1.Container) error {
 }
 
 func (n *node) start(ctx context.Context, name string) error {
-	if err := n.docker.do(ctx, "POST", "/containers/"+n.ids[name]+"/start", nil, nil); err != nil {
+	if err := n.docker.Do(ctx, "POST", "/containers/"+n.ids[name]+"/start", nil, nil, nil); err != nil {
 		return fmt.Errorf("start container %s: %w", name, err)
 	}
 	return nil
@@ -407,7 +408,7 @@ func (n *node) start(ctx context.Context, name string) error {
 // wait blocks until a container has exited and returns its exit code.
 func (n *node) wait(ctx context.Context, name string) (int, error) {
 	var out struct{ StatusCode int }
-	if err := n.docker.do(ctx, "POST", "/containers/"+n.ids[name]+"/wait?condition=not-running", nil, &out); err != nil {
+	if err := n.docker.Do(ctx, "POST", "/containers/"+n.ids[name]+"/wait", url.Values{"condition": {"not-running"}}, nil, &out); err != nil {
 		return -1, fmt.Errorf("wait for container %s: %w", name, err)
 	}
 	return out.StatusCode, nil
@@ -487,7 +488,7 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		grace = *spec.TerminationGracePeriodSeconds
 	}
 	for _, c := range sidecars {
-		if err := n.docker.do(ctx, "POST", fmt.Sprintf("/containers/%s/stop?t=%d", n.ids[c.Name], grace), nil, nil); err != nil {
+		if err := n.docker.Do(ctx, "POST", "/containers/"+n.ids[c.Name]+"/stop", url.Values{"t": {strconv.FormatInt(grace, 10)}}, nil, nil); err != nil {
 			return false, fmt.Errorf("stop sidecar %s: %w", c.Name, err)
 		}
 	}
@@ -520,7 +521,7 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 // printLogs prints the tail of a container's log.
 func (n *node) printLogs(ctx context.Context, name string) {
 	const tail = 30
-	log, err := n.docker.logs(ctx, n.ids[name], tail)
+	log, err := n.docker.ContainerLogs(ctx, n.ids[name], tail)
 	fmt.Printf("--- %s log (last %d lines) ---\n", name, tail)
 	if err != nil {
 		fmt.Printf("(could not read the log: %v)\n", err)

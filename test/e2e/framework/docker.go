@@ -1,16 +1,18 @@
-//go:build e2e
+// This file carries no e2e build tag: hack/tools/dockernode (make demo) uses this client too.
 
 package framework
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -196,20 +198,24 @@ func (d *Docker) ListContainers(ctx context.Context, labels ...string) ([]Contai
 	return out, err
 }
 
-// ContainerLogs returns a stopped container's stdout and stderr (demultiplexed, concatenated).
-func (d *Docker) ContainerLogs(ctx context.Context, id string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		"http://docker/"+DockerAPIVersion+"/containers/"+id+"/logs?stdout=1&stderr=1", nil)
+// ContainerLogs returns a container's stdout and stderr, demultiplexed and concatenated in
+// order: the last tail lines of each, or all of them when tail is 0.
+func (d *Docker) ContainerLogs(ctx context.Context, id string, tail int) (string, error) {
+	u := "http://docker/" + DockerAPIVersion + "/containers/" + id + "/logs?stdout=1&stderr=1"
+	if tail > 0 {
+		u += "&tail=" + strconv.Itoa(tail)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return "", err
 	}
 	resp, err := d.HTTP.Do(req)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("docker logs %s on %s: %w", id, d.Sock, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return "", fmt.Errorf("docker logs %s: HTTP %d %s", id, resp.StatusCode, b)
 	}
 	var buf bytes.Buffer
@@ -221,8 +227,7 @@ func (d *Docker) ContainerLogs(ctx context.Context, id string) (string, error) {
 			}
 			return buf.String(), err
 		}
-		n := int64(hdr[4])<<24 | int64(hdr[5])<<16 | int64(hdr[6])<<8 | int64(hdr[7])
-		if _, err := io.CopyN(&buf, resp.Body, n); err != nil {
+		if _, err := io.CopyN(&buf, resp.Body, int64(binary.BigEndian.Uint32(hdr[4:]))); err != nil {
 			return buf.String(), err
 		}
 	}
