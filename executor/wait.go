@@ -47,17 +47,14 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	}
 	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info(msg)
 
-	// collectCtx bounds collecting; reportCtx, the report and what follows.
-	collectCtx, reportCtx := ctx, context.WithoutCancel(ctx)
-	cancelCollect, cancelReport := context.CancelFunc(func() {}), context.CancelFunc(func() {})
+	// While saving, everything ends by end and collecting ends ReportReserve
+	// before it.
+	collectCtx, cancelCollect := ctx, context.CancelFunc(func() {})
+	var end time.Time
 	if saving {
-		end := since.Add(we.cfg.SaveTimeout)
-		reportCtx, cancelReport = context.WithDeadline(context.WithoutCancel(ctx), end)
-		collectCtx, cancelCollect = context.WithDeadline(reportCtx, end.Add(-we.cfg.ReportReserve))
-	} else {
-		reportCtx, cancelReport = context.WithTimeout(reportCtx, we.cfg.SaveTimeout)
+		end = since.Add(we.cfg.SaveTimeout)
+		collectCtx, cancelCollect = context.WithDeadline(context.WithoutCancel(ctx), end.Add(-we.cfg.ReportReserve))
 	}
-	defer cancelReport()
 	defer cancelCollect()
 
 	out := &wf.NodeOutputs{}
@@ -78,11 +75,23 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	}
 	errs.add("collect output parameters", we.collectParameters(collectCtx, out))
 	errs.add("collect output artifacts", we.collectArtifacts(collectCtx, out))
+	// The report ignores SIGTERM (the kubelet gives the pod its grace
+	// period): while saving it has until end, else SaveTimeout from now.
+	reportCtx, cancelReport := context.WithTimeout(context.WithoutCancel(ctx), we.cfg.SaveTimeout)
+	if saving {
+		cancelReport()
+		reportCtx, cancelReport = context.WithDeadline(context.WithoutCancel(ctx), end)
+	}
+	defer cancelReport()
 	if we.reporter != nil {
 		errs.add("report outputs", we.reporter.Report(reportCtx, out))
 	}
 	if we.cfg.SidecarMode == wf.SidecarModeLegacy {
-		errs.add("stop sidecars", we.stopSidecars(reportCtx))
+		sidecarCtx := ctx
+		if saving {
+			sidecarCtx = reportCtx
+		}
+		errs.add("stop sidecars", we.stopSidecars(sidecarCtx))
 	}
 	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("wait finished")
 	return errs.err()

@@ -612,3 +612,26 @@ func TestArchiveProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitReportAfterLongCollection: outside the save path, collecting may
+// take longer than SaveTimeout (a big artifact); the report's time starts
+// when the report does.
+func TestWaitReportAfterLongCollection(t *testing.T) {
+	tmpl := &wf.Template{Container: &corev1.Container{}, Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "big", Path: "/tmp/big"}}}}
+	fake := &executortest.Fake{
+		CopyFileFunc: func(_ context.Context, _, _, dest string, _ int) error {
+			time.Sleep(300 * time.Millisecond) // longer than SaveTimeout below
+			return os.WriteFile(dest, tgzOf(t, map[string]string{"big": "data"}), 0o644)
+		},
+	}
+	var reportCtxErr error
+	rep := &ctxRecorder{check: func(ctx context.Context) { reportCtxErr = ctx.Err() }}
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), SaveTimeout: 100 * time.Millisecond},
+		fake, &memStore{}, rep, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rep.got == nil || reportCtxErr != nil || len(rep.got.Artifacts) != 1 {
+		t.Errorf("report: outputs %+v, its context's error %v; want the artifact reported with time left", rep.got, reportCtxErr)
+	}
+}
