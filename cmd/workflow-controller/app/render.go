@@ -163,19 +163,9 @@ func newRenderCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(con
 		Use:   "render --template FILE --configmap FILE [--label k=v ...]",
 		Short: "Print the pod of one workflow step as YAML",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			log, err := g.logger(stdio.Err)
-			if err == nil {
-				err = o.Complete()
-			}
-			if err == nil {
-				err = o.Validate()
-			}
-			if err == nil {
-				err = runF(ctx, o, stdio, log)
-			}
-			return wrapRun(err)
-		},
+		RunE: runSteps(g, stdio, o.Complete, o.Validate, func(log *logrus.Entry) error {
+			return runF(ctx, o, stdio, log)
+		}),
 	}
 	o.addFlags(cmd.Flags())
 	return cmd

@@ -42,6 +42,24 @@ func usageErrorf(format string, args ...any) error { return cli.Usagef(format, a
 
 func wrapRun(err error) error { return cli.RunE(err) }
 
+// runSteps is the RunE of render and run: build the logger, then Complete,
+// Validate and run in order; the first error stops them.
+func runSteps(g *globalOptions, stdio IO, complete, validate func() error, run func(*logrus.Entry) error) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error {
+		log, err := g.logger(stdio.Err)
+		if err == nil {
+			err = complete()
+		}
+		if err == nil {
+			err = validate()
+		}
+		if err == nil {
+			err = run(log)
+		}
+		return wrapRun(err)
+	}
+}
+
 // PodFailedError says the step's pod ended in phase Failed.
 type PodFailedError struct {
 	// Pod is namespace/name of the pod.

@@ -175,19 +175,9 @@ func newRunCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(contex
 		Use:   "run --template FILE --configmap FILE [--label k=v ...] [--timeout 5m]",
 		Short: "Create the pod of one workflow step, wait for it, print its outputs",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			log, err := g.logger(stdio.Err)
-			if err == nil {
-				err = o.Complete()
-			}
-			if err == nil {
-				err = o.Validate()
-			}
-			if err == nil {
-				err = runF(ctx, o, stdio, log)
-			}
-			return wrapRun(err)
-		},
+		RunE: runSteps(g, stdio, o.Complete, o.Validate, func(log *logrus.Entry) error {
+			return runF(ctx, o, stdio, log)
+		}),
 	}
 	o.addFlags(cmd)
 	return cmd
