@@ -1,23 +1,17 @@
 package executor
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
-	"github.com/argoexec/argoexec/pkg/archive"
 )
 
 // ErrOutputMissing is wrapped by errors for an output parameter or artifact
@@ -242,138 +236,6 @@ func isNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// collectArtifacts archives every output artifact and uploads it.
-func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOutputs) error {
-	arts := we.cfg.Template.Outputs.Artifacts
-	if len(arts) == 0 {
-		return nil
-	}
-	if we.store == nil || we.cfg.Repository == nil || we.cfg.Repository.S3 == nil {
-		names := make([]string, len(arts))
-		for i, a := range arts {
-			names[i] = a.Name
-		}
-		return fmt.Errorf("output artifacts %s need an artifact repository: set artifactRepository.s3 in the workflow-controller ConfigMap", strings.Join(names, ", "))
-	}
-	var errs []error
-	for _, a := range arts {
-		saved, err := we.saveArtifact(ctx, a)
-		switch {
-		case err == nil:
-			out.Artifacts = append(out.Artifacts, *saved)
-		case errors.Is(err, ErrOutputMissing) && a.Optional:
-			we.log.WithField("artifact", a.Name).Infof("optional artifact: %s does not exist; skipped", a.Path)
-		default:
-			errs = append(errs, fmt.Errorf("output artifact %q (%s): %w", a.Name, a.Path, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (we *WorkflowExecutor) saveArtifact(ctx context.Context, a wf.Artifact) (*wf.Artifact, error) {
-	start := time.Now()
-	dir, err := os.MkdirTemp(we.cfg.TempDir, "artifact-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	tgz := filepath.Join(dir, a.Name+".tgz")
-	if err := we.archiveOutput(ctx, a.Path, tgz, compressionLevel(a)); err != nil {
-		return nil, err
-	}
-	local := tgz
-	if a.Archive != nil && a.Archive.None != nil {
-		if local, err = singleFile(ctx, tgz, dir); err != nil {
-			return nil, fmt.Errorf("archive: none: %w", err)
-		}
-	}
-	repo := we.cfg.Repository.S3
-	format := repo.KeyFormat
-	if format == "" {
-		format = wf.DefaultKeyFormat
-	}
-	key, err := wf.ExpandKeyFormat(format, map[string]string{
-		wf.KeyVarWorkflowName: we.cfg.WorkflowName, wf.KeyVarPodName: we.cfg.PodName,
-		wf.KeyVarPodNamespace: we.cfg.PodNamespace, wf.KeyVarTemplateName: we.cfg.Template.Name,
-		wf.KeyVarArtifactName: a.Name,
-	})
-	if err != nil {
-		return nil, err
-	}
-	obj, err := we.store.Put(ctx, key, local)
-	if err != nil {
-		return nil, err
-	}
-	we.log.WithFields(map[string]any{"artifact": a.Name, "key": key, "bytes": obj.Size, "sha256": obj.SHA256,
-		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
-	saved := a
-	saved.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: repo.Endpoint, Bucket: repo.Bucket, Region: repo.Region, Insecure: repo.Insecure}, Key: key}
-	return &saved, nil
-}
-
-func compressionLevel(a wf.Artifact) int {
-	if a.Archive != nil && a.Archive.None != nil {
-		return gzip.NoCompression // unpacked again before upload
-	}
-	if a.Archive != nil && a.Archive.Tar != nil && a.Archive.Tar.CompressionLevel != nil {
-		return int(*a.Archive.Tar.CompressionLevel)
-	}
-	return gzip.DefaultCompression
-}
-
-// archiveOutput writes main's path p as a .tgz at dest: from the volume
-// mirror when p is on one of main's volumes, else through the backend. A
-// long one logs its progress (see logGrowth).
-func (we *WorkflowExecutor) archiveOutput(ctx context.Context, p, dest string, level int) error {
-	stop := logGrowth(we.log.WithField("path", p), dest, we.cfg.ProgressEvery)
-	defer stop()
-	root, rel, ok := we.onVolume(p)
-	if !ok {
-		err := we.runtime.CopyFile(ctx, wf.MainContainerName, p, dest, level)
-		if err != nil && isNotExist(err) {
-			return fmt.Errorf("%w: %w", ErrOutputMissing, err)
-		}
-		return err
-	}
-	f, err := os.Create(dest)
-	if err != nil {
-		return err
-	}
-	err = archive.Create(ctx, root, rel, f, level)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %w", ErrOutputMissing, err)
-	}
-	return err
-}
-
-// singleFile unpacks a .tgz holding exactly one regular file into dir and
-// returns its path.
-func singleFile(ctx context.Context, tgz, dir string) (string, error) {
-	f, err := os.Open(tgz)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	xdir := filepath.Join(dir, "x")
-	if err := os.Mkdir(xdir, 0o700); err != nil {
-		return "", err
-	}
-	if err := archive.Extract(ctx, f, xdir); err != nil {
-		return "", err
-	}
-	entries, err := os.ReadDir(xdir)
-	if err != nil {
-		return "", err
-	}
-	if len(entries) != 1 || !entries[0].Type().IsRegular() {
-		return "", errors.New("the path is not a single regular file; remove `archive: none` to store it as a tarball")
-	}
-	return filepath.Join(xdir, entries[0].Name()), nil
-}
-
 // stopSidecars, in legacy sidecar mode, kills every container but main,
 // wait and init. The error names the containers that survived.
 func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
@@ -393,46 +255,4 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	sort.Strings(sidecars)
 	we.log.WithField("sidecars", sidecars).Info("stopping sidecars (sidecarMode: legacy)")
 	return we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
-}
-
-// logGrowth logs, every interval until stop is called, how many bytes the
-// file at path has and the rate since the start: progress of an archive
-// being written, whichever backend writes it, without a hook in the
-// ContainerRuntimeExecutor interface. A copy shorter than one interval logs
-// nothing; a longer one also logs a final line.
-func logGrowth(log *logrus.Entry, path string, interval time.Duration) (stop func()) {
-	start := time.Now()
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	emit := func(state string) {
-		st, err := os.Stat(path)
-		if err != nil {
-			return
-		}
-		secs := time.Since(start).Seconds()
-		log.WithFields(logrus.Fields{"bytes": st.Size(), "MiBps": math.Round(float64(st.Size())/(1<<20)/secs*10) / 10}).
-			Infof("archiving output %s", state)
-	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		logged := false
-		for {
-			select {
-			case <-done:
-				if logged {
-					emit("finished")
-				}
-				return
-			case <-t.C:
-				logged = true
-				emit("in progress")
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }

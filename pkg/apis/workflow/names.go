@@ -145,6 +145,19 @@ const (
 // object together (256 KiB).
 const MaxAnnotationBytes = 256 * 1024
 
+// Defaults both sides use; each is spelled here and nowhere else.
+const (
+	// DefaultKubeletPort is the kubelet's HTTPS port when ConfigMap
+	// kubeletPort is unset (and when Argo's controller passes ARGO_KUBELET_PORT=0).
+	DefaultKubeletPort = 10250
+	// DefaultDockerSockPath is the Docker Engine socket on the node and in wait
+	// when ConfigMap dockerSockPath is unset.
+	DefaultDockerSockPath = "/var/run/docker.sock"
+	// MaxFileBytes bounds one output parameter file read through a backend
+	// (GetFileContents) and a script result: the outputs report cannot hold more.
+	MaxFileBytes = MaxAnnotationBytes
+)
+
 // EnvDoc documents one environment variable of init and wait.
 type EnvDoc struct {
 	// Name is the variable's name.
