@@ -17,6 +17,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 COMPONENTS=(containerd etcd apiserver controller-manager scheduler kubelet dockerd s3)
+# kube-apiserver and kubelet: pods/log?stream=Stdout|Stderr (alpha since 1.32), so a backend can
+# read a container's stdout alone (Argo's script result) instead of the combined log.
+FEATURE_GATES=PodLogsQuerySplitStreams=true
 S3_ACCESS_KEY=argoexec-e2e
 S3_SECRET_KEY=argoexec-e2e-secret-key
 APT_PACKAGES=(containerd runc containernetworking-plugins iptables iproute2 openssl
@@ -278,8 +281,16 @@ node_cleanup() {
 
 # ---------------------------------------------------------------- network
 
+# CNI0_MAC: the bridge's fixed MAC address (locally administered; 0a:58:00:01 = 10.88.0.1). A bridge
+# without an explicit address takes the lowest MAC of its ports, so it changes whenever a pod
+# sandbox (veth) goes away, and pods stall 10-80 s on pod->host traffic until their ARP entry
+# for 10.88.0.1 expires. An address set explicitly no longer follows the ports.
+CNI0_MAC=02:42:0a:58:00:01
+
 network_up() {
-  ip link show cni0 >/dev/null 2>&1 || ip link add cni0 type bridge
+  ip link show cni0 >/dev/null 2>&1 || ip link add cni0 address "$CNI0_MAC" type bridge
+  # an existing bridge (made by an older testbed, or by hand) gets the fixed address too
+  [ "$(cat /sys/class/net/cni0/address 2>/dev/null)" = "$CNI0_MAC" ] || ip link set dev cni0 address "$CNI0_MAC"
   ip -4 addr show dev cni0 | grep -q "inet $NODE_IP/16" || ip addr add "$NODE_IP/16" dev cni0
   ip link set cni0 up
   mkdir -p /run/netns
@@ -487,7 +498,8 @@ start_apiserver() {
     --kubelet-certificate-authority "$PKI/ca.crt" \
     --kubelet-preferred-address-types InternalIP \
     --service-cluster-ip-range "$SERVICE_CIDR" \
-    --allow-privileged=true --profiling=false --v=1
+    --allow-privileged=true --profiling=false --v=1 \
+    --feature-gates "$FEATURE_GATES"
   await apiserver 90 apiserver_ready || fail_start apiserver
 }
 
@@ -561,6 +573,7 @@ serializeImagePulls: false
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
+featureGates: {${FEATURE_GATES%%=*}: ${FEATURE_GATES#*=}}
 EOF
   log "starting kubelet"
   UP_KUBELET_T0=$(date +%s)
