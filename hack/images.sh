@@ -6,7 +6,11 @@
 #
 # IMAGE: pause (docker.io/library/pause:local, the pod sandbox), busybox (busybox:local),
 #        argoexec (argoexec:dev: ./cmd/argoexec and ./cmd/workflow-controller, static).
-# Default: all images, into every destination whose daemon answers. An image whose config
+#        For Argo's own controller (hack/argo.sh; not in the default set):
+#        argo-examples (one Debian bookworm rootfs under the public names Argo's examples use:
+#        docker/whalesay, alpine:*, debian:*, python:alpine3.6 ...), argosay
+#        (argoproj/argosay:v2), argoexec-argo (Argo's own argoexec v3.3.8, $ARGOEXEC_ARGO_IMAGE).
+# Default: pause busybox argoexec, into every destination whose daemon answers. An image whose config
 # digest is unchanged since the last import into a destination is not imported again.
 # Tarballs land in $ARGOEXEC_CACHE/images/<name>.tar (outside the repo).
 set -euo pipefail
@@ -20,7 +24,7 @@ TARGETS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --to) DEST=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
@@ -45,7 +49,10 @@ pack() {
     "$cfg" "$diff" > "$work/config.json"
   local id; id=$(sha256sum "$work/config.json" | cut -d' ' -f1)
   mv "$work/config.json" "$work/$id.json"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$id" "$ref" "$diff" > "$work/manifest.json"
+  # REF may be a comma-separated list: one image (one layer, one config) under several names
+  local refs tags; IFS=, read -ra refs <<< "$ref"
+  tags=$(printf '"%s",' "${refs[@]}"); tags=${tags%,}
+  printf '[{"Config":"%s.json","RepoTags":[%s],"Layers":["%s/layer.tar"]}]' "$id" "$tags" "$diff" > "$work/manifest.json"
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" -cf "$IMG_DIR/$name.tar.tmp" manifest.json "$id.json" "$diff"
   mv -f "$IMG_DIR/$name.tar.tmp" "$IMG_DIR/$name.tar"
   echo "$id" > "$IMG_DIR/$name.id"
@@ -100,11 +107,111 @@ build_argoexec() {
     '{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
 }
 
+# ---------------------------------------------------------------- images for Argo's controller
+# Argo's examples name public images and no registry is reachable: one Debian bookworm rootfs
+# (mmdebstrap --variant=minbase from this machine's apt sources, about 1 minute, cached) is
+# tagged with every name below. It has what the examples run: sh, bash, coreutils (od), awk
+# (mawk), python3 (also as `python`), jq, cowsay (Debian's /usr/games/cowsay, linked into
+# /usr/local/bin), mount, procps, GNU tar, gzip.
+ARGO_EXAMPLE_PKGS=bash,coreutils,mawk,grep,sed,python3,jq,cowsay,procps,mount,tar,gzip,ca-certificates,media-types
+ARGO_EXAMPLE_TAGS=(docker.io/docker/whalesay:latest docker.io/library/alpine:3.6 docker.io/library/alpine:3.7
+  docker.io/library/alpine:3.8 docker.io/library/alpine:latest docker.io/library/debian:9.4
+  docker.io/library/debian:9.5-slim docker.io/library/debian:latest docker.io/library/python:alpine3.6
+  docker.io/library/python:3.7 docker.io/library/python:latest docker.io/library/ubuntu:latest
+  docker.io/library/busybox:latest docker.io/stedolan/jq:latest)
+ARGO_ROOTFS_REV=1 # bump when examples_rootfs changes what it puts in the rootfs
+ARGOEXEC_ARGO_IMAGE=${ARGOEXEC_ARGO_IMAGE:-argoexec-argo:v3.3.8}
+ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
+ARGO_MODULE_DIR=${ARGO_MODULE_DIR:-$(go env GOMODCACHE 2>/dev/null)/github.com/argoproj/argo-workflows/v3@$ARGO_VERSION}
+
+# normalize_ref REF: the name containerd stores (busybox:1 -> docker.io/library/busybox:1).
+normalize_ref() {
+  local r=$1 first=${1%%/*}
+  if [[ $r != */* ]]; then r=docker.io/library/$r
+  elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then r=docker.io/$r; fi
+  [[ ${r##*/} == *:* ]] || r=$r:latest
+  echo "$r"
+}
+
+# examples_rootfs: $IMG_DIR/argo-examples.rootfs, rebuilt only when the package list changes.
+examples_rootfs() {
+  local r=$IMG_DIR/argo-examples.rootfs key
+  key="bookworm minbase $ARGO_EXAMPLE_PKGS rev $ARGO_ROOTFS_REV"
+  if [ -d "$r/usr" ] && [ "$(cat "$r.key" 2>/dev/null)" = "$key" ]; then return 0; fi
+  if ! command -v mmdebstrap >/dev/null; then
+    log "installing mmdebstrap (apt)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-upgrade --no-install-recommends mmdebstrap >/dev/null ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-upgrade --no-install-recommends mmdebstrap >/dev/null; } ||
+      die "apt-get install mmdebstrap failed"
+  fi
+  local t0; t0=$(now_ms)
+  log "mmdebstrap --variant=minbase bookworm (Argo's example images; ~1 min)"
+  rm -rf "$r" "$r.tmp" "$r.key"
+  mmdebstrap --quiet --variant=minbase --include="$ARGO_EXAMPLE_PKGS" bookworm "$r.tmp" >&2 ||
+    die "mmdebstrap failed (it uses this machine's apt sources)"
+  ln -sf /usr/games/cowsay "$r.tmp/usr/local/bin/cowsay"
+  ln -sf /usr/bin/python3 "$r.tmp/usr/local/bin/python"
+  rm -rf "$r.tmp"/usr/share/doc/* "$r.tmp"/usr/share/man/* "$r.tmp"/usr/share/locale/* \
+    "$r.tmp"/var/cache/apt/* "$r.tmp"/var/lib/apt/lists/* "$r.tmp"/var/log/* "$r.tmp"/tmp/*
+  : > "$r.tmp/etc/hosts"; : > "$r.tmp/etc/resolv.conf"
+  mv "$r.tmp" "$r"
+  echo "$key" > "$r.key"
+  log "example rootfs built in $(( $(now_ms) - t0 )) ms ($(du -sm "$r" | cut -f1) MiB)"
+}
+
+# packed NAME KEY: the tarball for NAME exists and was packed from KEY (then skip packing).
+packed() { [ -f "$IMG_DIR/$1.tar" ] && [ -f "$IMG_DIR/$1.id" ] && [ "$(cat "$IMG_DIR/$1.key" 2>/dev/null)" = "$2" ]; }
+
+build_argo_examples() {
+  examples_rootfs
+  local key cfg='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games"],"Cmd":["sh"],"WorkingDir":"/"}'
+  key="$(cat "$IMG_DIR/argo-examples.rootfs.key") ${ARGO_EXAMPLE_TAGS[*]} $cfg"
+  packed argo-examples "$key" && return 0
+  pack argo-examples "$(IFS=,; echo "${ARGO_EXAMPLE_TAGS[*]}")" "$IMG_DIR/argo-examples.rootfs" "$cfg"
+  echo "$key" > "$IMG_DIR/argo-examples.key"
+}
+
+# argoproj/argosay:v2 is a shell script (the module's test/e2e/images/argosay/v2/argosay) on
+# busybox: sh, grep, cat, mkdir, sleep are all it runs.
+build_argosay() {
+  local src=$ARGO_MODULE_DIR/test/e2e/images/argosay/v2/argosay r=$IMG_DIR/argosay.rootfs bb=/bin/busybox
+  [ -f "$src" ] || die "$src missing: the Argo module is not in the module cache (hack/lib/build.sh argo downloads it)"
+  [ -x $bb ] || die "busybox-static is not installed (hack/cluster.sh up installs it)"
+  rm -rf "$r"; base_rootfs "$r"; mkdir -p "$r/bin"
+  cp $bb "$r/bin/busybox"
+  local a
+  for a in $("$bb" --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+  install -m 0755 "$src" "$r/argosay"
+  pack argosay docker.io/argoproj/argosay:v2 "$r" \
+    '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/argosay"],"WorkingDir":"/"}'
+}
+
+# Argo's own argoexec (built by hack/lib/build.sh argo) at /usr/local/bin/argoexec on the example
+# rootfs: Argo's controller runs `argoexec init|wait` through PATH, stops wait with
+# `sh -c 'kill -15 $(pidof argoexec)'` (sh, procps), and its init unpacks input artifacts with
+# `tar -xf X.tgz` without -z (GNU tar detects gzip; busybox tar fails with "short read").
+build_argoexec_argo() {
+  local exe=$BIN/argo-argoexec r=$IMG_DIR/argoexec-argo.rootfs key
+  [ -x "$exe" ] || die "$exe missing: hack/lib/build.sh argo"
+  examples_rootfs
+  local cfg='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["argoexec"],"WorkingDir":"/"}'
+  key="$(cat "$IMG_DIR/argo-examples.rootfs.key") $(sha256sum "$exe" | cut -d' ' -f1) $ARGOEXEC_ARGO_IMAGE $cfg"
+  packed argoexec-argo "$key" && return 0
+  rm -rf "$r"; cp -al "$IMG_DIR/argo-examples.rootfs" "$r"
+  rm -f "$r/usr/local/bin/argoexec"; cp "$exe" "$r/usr/local/bin/argoexec"
+  pack argoexec-argo "$(normalize_ref "$ARGOEXEC_ARGO_IMAGE")" "$r" "$cfg"
+  echo "$key" > "$IMG_DIR/argoexec-argo.key"
+  rm -rf "$r"
+}
+
 ref_of() {
   case $1 in
     pause) echo "$PAUSE_IMAGE" ;;
     busybox) echo docker.io/library/busybox:local ;;
     argoexec) echo docker.io/library/argoexec:dev ;;
+    argo-examples) echo "${ARGO_EXAMPLE_TAGS[0]}" ;;
+    argosay) echo docker.io/argoproj/argosay:v2 ;;
+    argoexec-argo) normalize_ref "$ARGOEXEC_ARGO_IMAGE" ;;
   esac
 }
 
@@ -152,7 +259,10 @@ for t in "${TARGETS[@]}"; do
     pause) build_pause ;;
     busybox) build_busybox ;;
     argoexec) build_argoexec || continue ;;
-    *) die "unknown image $t (pause, busybox, argoexec)" ;;
+    argo-examples) build_argo_examples ;;
+    argosay) build_argosay ;;
+    argoexec-argo) build_argoexec_argo ;;
+    *) die "unknown image $t (pause, busybox, argoexec, argo-examples, argosay, argoexec-argo)" ;;
   esac
   [ $to_containerd = 1 ] && import_containerd "$t"
   [ $to_docker = 1 ] && import_docker "$t"

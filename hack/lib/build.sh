@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build/cache the testbed binaries from the Go module proxy (nothing else is reachable).
-# Usage: hack/lib/build.sh [k8s|etcd|versitygw|crictl|all]
+# Usage: hack/lib/build.sh [k8s|etcd|versitygw|crictl|argo|all]
 set -euo pipefail
 CACHE=${ARGOEXEC_CACHE:-/var/cache/argoexec}
 BIN=$CACHE/bin
@@ -8,6 +8,7 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 CRICTL_VERSION=${CRICTL_VERSION:-v1.37.0}
+ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p "$BIN"
 
@@ -116,11 +117,51 @@ build_crictl() {
     touch "$BIN/.crictl-$CRICTL_VERSION" || log "crictl build failed (optional)"
 }
 
+# Argo Workflows' own workflow-controller and argoexec, from the Go module
+# github.com/argoproj/argo-workflows/v3@$ARGO_VERSION. Its go.mod has a replace directive, so
+# `go install pkg@version` refuses: build in a writable copy of the module ($CACHE/argo-build),
+# go.mod and go.sum unchanged. Binaries: $BIN/argo-workflow-controller, $BIN/argo-argoexec.
+argo_ok() {
+  [ -x "$BIN/argo-workflow-controller" ] && [ -x "$BIN/argo-argoexec" ] && [ -f "$BIN/.argo-$ARGO_VERSION" ] || return 1
+  local v; v=$("$BIN/argo-argoexec" version 2>/dev/null | head -1) || true
+  [ "$v" = "argoexec: $ARGO_VERSION" ]
+}
+
+build_argo() {
+  if argo_ok; then log "argo $ARGO_VERSION workflow-controller and argoexec present in $BIN"; return 0; fi
+  local mod=github.com/argoproj/argo-workflows/v3 src d=$CACHE/argo-build/$ARGO_VERSION t0=$SECONDS
+  src=$(go env GOMODCACHE)/$mod@$ARGO_VERSION
+  if [ ! -f "$src/go.mod" ]; then
+    log "downloading $mod@$ARGO_VERSION (module proxy)"
+    ( cd /tmp && GOFLAGS=-mod=mod go mod download "$mod@$ARGO_VERSION" )
+  fi
+  if [ ! -f "$d/.copied" ]; then
+    rm -rf "$d"; mkdir -p "$d"
+    cp -a "$src/." "$d/"
+    chmod -R u+w "$d"
+    touch "$d/.copied"
+  fi
+  if ! cmp -s "$src/go.mod" "$d/go.mod" || ! cmp -s "$src/go.sum" "$d/go.sum"; then
+    log "$d: go.mod/go.sum differ from the module's"; return 1
+  fi
+  log "building argo $ARGO_VERSION workflow-controller and argoexec in $d (cold: ~85 s)"
+  local pkg=github.com/argoproj/argo-workflows/v3
+  local ld="-s -w -X $pkg.version=$ARGO_VERSION -X $pkg.buildDate=1970-01-01T00:00:00Z -X $pkg.gitCommit=module-$ARGO_VERSION -X $pkg.gitTreeState=clean -X $pkg.gitTag=$ARGO_VERSION"
+  ( cd "$d"
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$BIN/argo-workflow-controller" ./cmd/workflow-controller
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$BIN/argo-argoexec" ./cmd/argoexec
+  )
+  touch "$BIN/.argo-$ARGO_VERSION"
+  argo_ok || { log "argo build: $BIN/argo-argoexec does not report $ARGO_VERSION"; "$BIN/argo-argoexec" version >&2 || true; return 1; }
+  log "argo $ARGO_VERSION built in $((SECONDS - t0))s"
+}
+
 case "${1:-all}" in
   k8s) build_k8s ;;
   etcd) build_etcd ;;
   versitygw|s3) build_versitygw ;;
   crictl) build_crictl ;;
+  argo) build_argo ;;
   all) build_k8s; build_etcd; build_versitygw; build_crictl || true ;;
-  *) echo "usage: $0 [k8s|etcd|versitygw|crictl|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [k8s|etcd|versitygw|crictl|argo|all]" >&2; exit 2 ;;
 esac
