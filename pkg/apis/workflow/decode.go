@@ -1,12 +1,15 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -15,12 +18,81 @@ import (
 // DecodeTemplate decodes a template written as JSON or YAML. An unknown or
 // duplicate field is an error that names it (e.g. `unknown field
 // "container.imagePullPolic"`), so a typo never silently drops a setting.
+//
+// Every field of Argo v3.3.8's Template is accepted and kept, so any
+// template Argo accepts decodes here; activeDeadlineSeconds, an IntOrString
+// in Argo, may also be a string holding a whole number.
 func DecodeTemplate(data []byte) (*Template, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode template: parse YAML: %w", err)
+	}
+	if js, err = deadlinesAsNumbers(js); err != nil {
+		return nil, fmt.Errorf("decode template: %w", err)
+	}
 	var t Template
-	if err := DecodeStrict(data, &t); err != nil {
+	if err := DecodeStrict(js, &t); err != nil {
 		return nil, fmt.Errorf("decode template: %w", err)
 	}
 	return &t, nil
+}
+
+// deadlineKey is the template field that Argo types as an IntOrString.
+const deadlineKey = "activeDeadlineSeconds"
+
+// deadlinesAsNumbers rewrites every activeDeadlineSeconds written as a
+// string holding a whole number ("30", as Argo's controller writes a
+// substituted parameter) as that number; any other string is an error that
+// names the field and the value. js is returned unchanged when no such
+// string is in it.
+func deadlinesAsNumbers(js []byte) ([]byte, error) {
+	if !bytes.Contains(js, []byte(`"`+deadlineKey+`":"`)) {
+		return js, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return js, nil // DecodeStrict reports it with the field's path
+	}
+	if err := rewriteDeadlines(doc, ""); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
+func rewriteDeadlines(v any, path string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			p := joinPath(path, k)
+			if s, ok := v[k].(string); ok && k == deadlineKey {
+				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				if err != nil {
+					return fmt.Errorf("%s: %q is not a whole number of seconds (an unresolved parameter?); write a number such as 30", p, s)
+				}
+				v[k] = n
+				continue
+			}
+			if err := rewriteDeadlines(v[k], p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := rewriteDeadlines(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // DecodeStrict decodes JSON or YAML into v, case-sensitively, and fails on

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,8 +71,14 @@ func TestDecodeTemplateErrors(t *testing.T) {
 		{"unknown container field", "container:\n  image: x\n  imagePullPolic: Always\n", `unknown field "container.imagePullPolic"`},
 		{"unknown script field", "script:\n  image: x\n  sorce: echo\n", `unknown field "script.sorce"`},
 		{"unknown parameter field", "outputs:\n  parameters:\n  - name: p\n    valueFrom: {pth: /x}\n", `unknown field "outputs.parameters[0].valueFrom.pth"`},
-		{"unsupported valueFrom", "outputs:\n  parameters:\n  - name: p\n    valueFrom: {jsonPath: '{.x}'}\n", `unknown field "outputs.parameters[0].valueFrom.jsonPath"`},
-		{"unknown artifact field", "inputs:\n  artifacts:\n  - name: a\n    git: {repo: x}\n", `unknown field "inputs.artifacts[0].git"`},
+		{"unknown valueFrom field", "outputs:\n  parameters:\n  - name: p\n    valueFrom: {jsonpath: '{.x}'}\n", `unknown field "outputs.parameters[0].valueFrom.jsonpath"`},
+		{"unknown artifact field", "inputs:\n  artifacts:\n  - name: a\n    gti: {repo: x}\n", `unknown field "inputs.artifacts[0].gti"`},
+		{"unknown git field", "inputs:\n  artifacts:\n  - name: a\n    git: {rpo: x}\n", `unknown field "inputs.artifacts[0].git.rpo"`},
+		{"unknown retryStrategy field", "retryStrategy: {limti: 3}\n", `unknown field "retryStrategy.limti"`},
+		{"unknown field in an inline step", "steps:\n- - name: s\n    inline: {contaner: {}}\n", `unknown field "steps[0][0].inline.contaner"`},
+		{"deadline not a number", "activeDeadlineSeconds: '{{inputs.parameters.t}}'\n", `activeDeadlineSeconds: "{{inputs.parameters.t}}" is not a whole number of seconds`},
+		{"nested deadline not a number", "steps:\n- - name: s\n    inline: {activeDeadlineSeconds: soon}\n", `steps[0][0].inline.activeDeadlineSeconds: "soon" is not a whole number`},
+		{"plugin not an object", "plugin: [1]\n", "want an object keyed by the plugin's name"},
 		{"duplicate field", "name: a\nname: b\n", `"name" already set`},
 		{"wrong type", "activeDeadlineSeconds: soon\n", "activeDeadlineSeconds"},
 		{"parameter value of wrong type", "inputs:\n  parameters:\n  - name: p\n    value: [1]\n", "want a string, number or boolean"},
@@ -81,6 +88,83 @@ func TestDecodeTemplateErrors(t *testing.T) {
 			_, err := DecodeTemplate([]byte(tc.in))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("DecodeTemplate error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeArgoForms checks the fields whose Argo form differs from ours
+// in a way the executor cares about.
+func TestDecodeArgoForms(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		check    func(*Template) string
+	}{
+		{"deadline as a string", "activeDeadlineSeconds: '30'\n", func(tm *Template) string {
+			if tm.ActiveDeadlineSeconds == nil || *tm.ActiveDeadlineSeconds != 30 {
+				return fmt.Sprintf("activeDeadlineSeconds = %v, want 30", tm.ActiveDeadlineSeconds)
+			}
+			return ""
+		}},
+		{"deadline as a number", "activeDeadlineSeconds: 7\n", func(tm *Template) string {
+			if tm.ActiveDeadlineSeconds == nil || *tm.ActiveDeadlineSeconds != 7 {
+				return fmt.Sprintf("activeDeadlineSeconds = %v, want 7", tm.ActiveDeadlineSeconds)
+			}
+			return ""
+		}},
+		{"valueFrom.default wins", "outputs:\n  parameters:\n  - name: p\n    default: ours\n    valueFrom: {path: /x, default: argo}\n", func(tm *Template) string {
+			if d := tm.Outputs.Parameters[0].OutputDefault(); d == nil || *d != "argo" {
+				return fmt.Sprintf("OutputDefault = %v, want argo", d)
+			}
+			return ""
+		}},
+		{"default alone", "outputs:\n  parameters:\n  - {name: p, default: ours, valueFrom: {path: /x}}\n", func(tm *Template) string {
+			if d := tm.Outputs.Parameters[0].OutputDefault(); d == nil || *d != "ours" {
+				return fmt.Sprintf("OutputDefault = %v, want ours", d)
+			}
+			return ""
+		}},
+		{"no default", "outputs:\n  parameters:\n  - {name: p, valueFrom: {path: /x}}\n", func(tm *Template) string {
+			if d := tm.Outputs.Parameters[0].OutputDefault(); d != nil {
+				return fmt.Sprintf("OutputDefault = %v, want nil", *d)
+			}
+			return ""
+		}},
+		{"archiveLocation", "archiveLocation:\n  archiveLogs: true\n  s3: {bucket: b, endpoint: 'e:9000', key: wf/node, useSDKCreds: true}\n", func(tm *Template) string {
+			l := tm.ArchiveLocation
+			if l == nil || l.S3 == nil || l.S3.Key != "wf/node" || !l.S3.UseSDKCreds || l.ArchiveLogs == nil || !*l.ArchiveLogs {
+				return fmt.Sprintf("archiveLocation = %+v", l)
+			}
+			return ""
+		}},
+		{"artifact location", "inputs:\n  artifacts:\n  - {name: a, path: /a, mode: 0755, git: {repo: 'https://x/y.git', revision: v1}}\n", func(tm *Template) string {
+			a := tm.Inputs.Artifacts[0]
+			if l := a.Location(); l.Git == nil || l.Git.Revision != "v1" || a.Mode == nil || *a.Mode != 0o755 {
+				return fmt.Sprintf("artifact = %+v", a)
+			}
+			return ""
+		}},
+		{"resource", "resource: {action: create, successCondition: status.succeeded > 0, manifest: 'kind: Job'}\n", func(tm *Template) string {
+			if r := tm.Resource; r == nil || r.Action != "create" || r.SuccessCondition != "status.succeeded > 0" {
+				return fmt.Sprintf("resource = %+v", r)
+			}
+			return ""
+		}},
+		{"data", "data:\n  source: {artifactPaths: {name: a, s3: {bucket: b}}}\n  transformation: [{expression: 'filter(data, {# endsWith \\\".py\\\"})'}]\n", func(tm *Template) string {
+			d := tm.Data
+			if d == nil || d.Source.ArtifactPaths == nil || d.Source.ArtifactPaths.S3 == nil || len(d.Transformation) != 1 {
+				return fmt.Sprintf("data = %+v", d)
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := DecodeTemplate([]byte(tc.in))
+			if err != nil {
+				t.Fatalf("DecodeTemplate: %v", err)
+			}
+			if msg := tc.check(tmpl); msg != "" {
+				t.Error(msg)
 			}
 		})
 	}
