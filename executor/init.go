@@ -25,7 +25,7 @@ func (we *WorkflowExecutor) Init(ctx context.Context) error {
 // stageScript writes the script's source to the staging directory on the
 // shared emptyDir; the pod builder makes main run it.
 func (we *WorkflowExecutor) stageScript() error {
-	dest := filepath.Join(we.cfg.VarRunArgo, "staging", "script")
+	dest := we.cfg.ScriptPath
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}

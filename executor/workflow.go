@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,8 +28,38 @@ type OutputReporter interface {
 	Report(ctx context.Context, outputs *wf.NodeOutputs) error
 }
 
+// Protocol is the seam between the flows and the controller that built the
+// pod: everything that differs between our pod builder (pkg/podspec) and
+// Argo Workflows v3.3.8's controller, decided once in cmd/ from the
+// environment. The flows read it and never ask which controller they serve.
+// The zero Protocol is our controller's. Where things are (the script, the
+// input artifacts) is in WorkflowConfig's paths, which cmd/ also sets per
+// protocol.
+type Protocol struct {
+	// Name names the protocol in logs: "argoexec" or "argo-v3.3".
+	Name string
+	// InputsOnVolumes says that an input artifact whose path is on one of
+	// main's volume mounts is written through wait's and init's mirror of
+	// that volume (MainCtrFS+path) instead of InputArtifactsDir: Argo's
+	// controller mounts no input-artifacts subPath over a user volume.
+	InputsOnVolumes bool
+	// IncludeScriptOutput says whether wait reports main's stdout as the
+	// result; nil means for script templates only.
+	IncludeScriptOutput *bool
+	// SignalStopsMain says that SIGTERM to wait is the controller's stop
+	// request (Argo's `kill -15 $(pidof argoexec)`), so wait stops main
+	// before saving; without it SIGTERM comes from the kubelet, which is
+	// already stopping every container.
+	SignalStopsMain bool
+	// Deadline is when main must have exited (Argo's ARGO_DEADLINE); zero
+	// means only the template's activeDeadlineSeconds bounds it.
+	Deadline time.Time
+}
+
 // WorkflowConfig is what the init and wait flows need besides a backend.
 type WorkflowConfig struct {
+	// Protocol is what the controller that built the pod decides.
+	Protocol Protocol
 	// Template is the step being run, as the pod builder passed it.
 	Template *wf.Template
 	// PodName, PodNamespace and WorkflowName fill artifact keys.
@@ -42,13 +73,17 @@ type WorkflowConfig struct {
 	MainCtrFS string
 	// VarRunArgo is the shared emptyDir (workflow.VarRunArgoPath).
 	VarRunArgo string
+	// ScriptPath is where init stages a script template's source for main
+	// to run; empty means staging/script under VarRunArgo.
+	ScriptPath string
 	// InputArtifacts is where init puts input artifacts
 	// (workflow.InputArtifactsPath).
 	InputArtifacts string
 	// TempDir holds artifacts on their way to the repository; empty means
 	// os.TempDir().
 	TempDir string
-	// MaxResultBytes caps a script's result; zero means 256 KiB.
+	// MaxResultBytes caps a script's result (its tail is kept); zero means
+	// workflow.MaxFileBytes.
 	MaxResultBytes int
 	// KillGrace is how long stopped containers get between SIGTERM and
 	// SIGKILL; zero means 10 s.
@@ -84,7 +119,7 @@ type WorkflowExecutor struct {
 // store may be nil when no artifacts are used, reporter may be nil for init.
 func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, store ArtifactStore, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
 	if cfg.MaxResultBytes == 0 {
-		cfg.MaxResultBytes = 256 * 1024
+		cfg.MaxResultBytes = wf.MaxFileBytes
 	}
 	if cfg.KillGrace == 0 {
 		cfg.KillGrace = 10 * time.Second
@@ -106,6 +141,9 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, s
 	}
 	if cfg.VarRunArgo == "" {
 		cfg.VarRunArgo = wf.VarRunArgoPath
+	}
+	if cfg.ScriptPath == "" {
+		cfg.ScriptPath = filepath.Join(cfg.VarRunArgo, "staging", "script")
 	}
 	if cfg.InputArtifacts == "" {
 		cfg.InputArtifacts = wf.InputArtifactsPath

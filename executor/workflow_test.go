@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -112,10 +113,6 @@ func mainFS(t *testing.T, files map[string]string) string {
 	return root
 }
 
-func exitCode(code int) func(context.Context, string) (int, error) {
-	return func(context.Context, string) (int, error) { return code, nil }
-}
-
 func logStream(s string) func(context.Context, string, bool) (io.ReadCloser, error) {
 	return func(context.Context, string, bool) (io.ReadCloser, error) {
 		return io.NopCloser(strings.NewReader(s)), nil
@@ -130,7 +127,6 @@ func TestWaitCollectsAndReports(t *testing.T) {
 		{Name: "defaulted", Default: wf.AnyStringPtr("fallback"), ValueFrom: &wf.ValueFrom{Path: "/work/none.txt"}},
 	}
 	fake := &executortest.Fake{
-		GetExitCodeFunc:     exitCode(0),
 		GetOutputStreamFunc: logStream("hello\n"),
 		GetFileContentsFunc: func(_ context.Context, c, p string) (string, error) {
 			if c != "main" || p != "/tmp/base.txt" {
@@ -151,8 +147,13 @@ func TestWaitCollectsAndReports(t *testing.T) {
 	if got.Result == nil || *got.Result != "hello" || got.ResultTruncated {
 		t.Errorf("result = %v truncated=%v", got.Result, got.ResultTruncated)
 	}
-	if got.ExitCode == nil || *got.ExitCode != 0 {
-		t.Errorf("exitCode = %v", got.ExitCode)
+	for _, c := range fake.Calls() {
+		if strings.HasPrefix(c, "GetExitCode") {
+			t.Errorf("wait called %s: the report must not wait for the exit code (the controller reads main's status)", c)
+		}
+	}
+	if got.ExitCode != nil {
+		t.Errorf("exitCode = %v reported", *got.ExitCode)
 	}
 	want := map[string]string{"from-volume": "42", "from-backend": "from base layer", "defaulted": "fallback"}
 	for _, p := range got.Parameters {
@@ -178,7 +179,6 @@ func TestWaitMissingParameterFailsButReports(t *testing.T) {
 		{Name: "base-missing", ValueFrom: &wf.ValueFrom{Path: "/tmp/gone"}},
 	}
 	fake := &executortest.Fake{
-		GetExitCodeFunc:     exitCode(1),
 		GetOutputStreamFunc: logStream(""),
 		GetFileContentsFunc: func(_ context.Context, c, p string) (string, error) {
 			return "", fmt.Errorf("container %s: %s: %w", c, p, fs.ErrNotExist)
@@ -195,20 +195,107 @@ func TestWaitMissingParameterFailsButReports(t *testing.T) {
 			t.Errorf("err = %v\nwant it to contain %q", err, want)
 		}
 	}
-	if rep.got == nil || len(rep.got.Parameters) != 1 || rep.got.Parameters[0].Name != "fine" || *rep.got.ExitCode != 1 {
-		t.Errorf("reported %+v; want the parameter that exists and exit code 1 despite the failure", rep.got)
+	if rep.got == nil || len(rep.got.Parameters) != 1 || rep.got.Parameters[0].Name != "fine" {
+		t.Errorf("reported %+v; want the parameter that exists despite the failure", rep.got)
 	}
 }
 
-func TestWaitResultTruncationIsReported(t *testing.T) {
-	fake := &executortest.Fake{GetOutputStreamFunc: logStream(strings.Repeat("x", 300))}
-	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, fake, nil, rep, testLog())
-	if err := we.Wait(context.Background()); err != nil {
-		t.Fatal(err)
+func TestWaitResultKeepsTheTail(t *testing.T) {
+	include, exclude := true, false
+	tests := []struct {
+		name          string
+		tmpl          *wf.Template
+		protocol      executor.Protocol
+		log           string
+		max           int
+		wantResult    *string
+		wantTruncated bool
+	}{
+		{name: "short output whole, one trailing newline stripped", tmpl: scriptTemplate(), log: "a\n42\n\n", max: 100, wantResult: ptr("a\n42\n")},
+		{name: "long output keeps the last bytes (the answer is printed last)", tmpl: scriptTemplate(),
+			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 93) + "answer"), wantTruncated: true},
+		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true},
+		{name: "a container template has no result by default", tmpl: &wf.Template{Container: &corev1.Container{}}, log: "x", max: 100},
+		{name: "the protocol asks for a container's stdout (Argo)", tmpl: &wf.Template{Container: &corev1.Container{}},
+			protocol: executor.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},
+		{name: "the protocol does not ask for a script's (Argo)", tmpl: scriptTemplate(),
+			protocol: executor.Protocol{IncludeScriptOutput: &exclude}, log: "out\n", max: 100},
 	}
-	if len(*rep.got.Result) != 100 || !rep.got.ResultTruncated {
-		t.Errorf("result of %d bytes, truncated=%v; want 100 and true", len(*rep.got.Result), rep.got.ResultTruncated)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &executortest.Fake{GetOutputStreamFunc: func(context.Context, string, bool) (io.ReadCloser, error) {
+				return io.NopCloser(iotest.OneByteReader(strings.NewReader(tt.log))), nil
+			}}
+			rep := &recorder{}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, testLog())
+			if err := we.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := rep.got.Result
+			if (got == nil) != (tt.wantResult == nil) || got != nil && *got != *tt.wantResult || rep.got.ResultTruncated != tt.wantTruncated {
+				t.Errorf("result = %q truncated=%v; want %q truncated=%v", deref(got), rep.got.ResultTruncated, deref(tt.wantResult), tt.wantTruncated)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func deref(s *string) string {
+	if s == nil {
+		return "<none>"
+	}
+	return *s
+}
+
+// TestWaitStopRequest: under Argo's controller SIGTERM is its stop command
+// (kill -15 $(pidof argoexec)), so wait stops main and saves; its
+// ARGO_DEADLINE bounds main like activeDeadlineSeconds.
+func TestWaitStopRequest(t *testing.T) {
+	tests := []struct {
+		name     string
+		protocol executor.Protocol
+		cancel   bool
+		wantErr  string
+		wantKill bool
+	}{
+		{name: "Argo's stop command stops main, then saves", protocol: executor.Protocol{SignalStopsMain: true}, cancel: true,
+			wantErr: "stopped by the controller", wantKill: true},
+		{name: "our SIGTERM leaves main to the kubelet", cancel: true, wantErr: "interrupted"},
+		{name: "Argo's deadline stops main", protocol: executor.Protocol{Deadline: time.Now().Add(50 * time.Millisecond)},
+			wantErr: "main exceeded the workflow's deadline", wantKill: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			killed := false
+			fake := &executortest.Fake{
+				WaitFunc: func(wctx context.Context, _ []string) error {
+					if tt.cancel {
+						cancel()
+					}
+					<-wctx.Done()
+					return wctx.Err()
+				},
+				KillFunc: func(kctx context.Context, names []string, _ time.Duration) error {
+					killed = kctx.Err() == nil && len(names) == 1 && names[0] == "main"
+					return nil
+				},
+			}
+			rep := &recorder{}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}, Protocol: tt.protocol}, fake, nil, rep, testLog())
+			err := we.Wait(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if killed != tt.wantKill {
+				t.Errorf("main killed = %v, want %v", killed, tt.wantKill)
+			}
+			if rep.got == nil {
+				t.Error("nothing reported")
+			}
+		})
 	}
 }
 
@@ -326,7 +413,6 @@ func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
 			killedMain = len(names) == 1 && names[0] == "main" && ctx.Err() == nil
 			return nil
 		},
-		GetExitCodeFunc: exitCode(143),
 	}
 	rep := &recorder{}
 	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl}, fake, nil, rep, testLog())
@@ -337,8 +423,8 @@ func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
 	if !killedMain {
 		t.Error("main was not killed with a live context")
 	}
-	if rep.got == nil || *rep.got.ExitCode != 143 {
-		t.Errorf("outputs not saved after the deadline: %+v", rep.got)
+	if rep.got == nil {
+		t.Errorf("outputs not saved after the deadline")
 	}
 }
 
@@ -346,9 +432,8 @@ func TestWaitInterruptedStillReports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	killed := false
 	fake := &executortest.Fake{
-		WaitFunc:        func(ctx context.Context, _ []string) error { cancel(); <-ctx.Done(); return ctx.Err() },
-		GetExitCodeFunc: exitCode(0),
-		KillFunc:        func(context.Context, []string, time.Duration) error { killed = true; return nil },
+		WaitFunc: func(ctx context.Context, _ []string) error { cancel(); <-ctx.Done(); return ctx.Err() },
+		KillFunc: func(context.Context, []string, time.Duration) error { killed = true; return nil },
 	}
 	rep := &recorder{}
 	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}}, fake, nil, rep, testLog())
@@ -380,8 +465,8 @@ func TestWaitSavingIsBounded(t *testing.T) {
 		interrupt bool
 		wantErr   []string
 	}{
-		{name: "SIGTERM", interrupt: true, wantErr: []string{"interrupted", "read main's exit code", `output parameter "q"`}},
-		{name: "deadline, stop main hangs", deadline: &deadline, wantErr: []string{"activeDeadlineSeconds", "stop main", "read main's exit code", `output parameter "q"`}},
+		{name: "SIGTERM", interrupt: true, wantErr: []string{"interrupted", `output parameter "q"`}},
+		{name: "deadline, stop main hangs", deadline: &deadline, wantErr: []string{"activeDeadlineSeconds", "stop main", `output parameter "q"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,7 +483,6 @@ func TestWaitSavingIsBounded(t *testing.T) {
 					return blockUntilDone(ctx)
 				},
 				KillFunc:            func(ctx context.Context, _ []string, _ time.Duration) error { return blockUntilDone(ctx) },
-				GetExitCodeFunc:     func(ctx context.Context, _ string) (int, error) { return 0, blockUntilDone(ctx) },
 				GetFileContentsFunc: func(ctx context.Context, _, _ string) (string, error) { return "", blockUntilDone(ctx) },
 			}
 			tmpl := &wf.Template{

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/argoexec/argoexec/cmd/argoexec/app"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 func main() {
@@ -22,7 +23,7 @@ func main() {
 		debug.SetGCPercent(50)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	err := app.Run(ctx, os.Args[1:], app.IO{Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv})
+	err := app.Run(ctx, os.Args[1:], app.IO{Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, TerminationLog: wf.TerminationLogPath, NamespaceFile: app.NamespaceFile})
 	stop()
 	os.Exit(app.ExitCode(err))
 }

@@ -17,14 +17,14 @@ type flowOptions struct {
 
 // complete fills the options from the environment and builds the logger.
 func (o *flowOptions) complete(cmdName string, g *globalOptions, stdio IO) error {
-	if err := o.commonOptions.complete(cmdName, stdio.Getenv); err != nil {
+	if err := o.commonOptions.complete(cmdName, stdio.Getenv, stdio.NamespaceFile); err != nil {
 		return err
 	}
 	l, err := g.logger(stdio.Err)
 	if err != nil {
 		return err
 	}
-	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor})
+	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor, "protocol": o.Protocol})
 	return nil
 }
 

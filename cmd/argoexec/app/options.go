@@ -12,9 +12,9 @@ import (
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// namespaceFile is where the in-cluster namespace is mounted; used when
-// ARGO_POD_NAMESPACE is not set.
-const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+// NamespaceFile is where the in-cluster namespace is mounted: the pod's
+// namespace when ARGO_POD_NAMESPACE is not set (Argo's controller never sets it).
+const NamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // PodOptions identify the workflow pod argoexec runs in. The pod builder sets
 // them through the downward API.
@@ -22,7 +22,6 @@ type PodOptions struct {
 	Name      string
 	Namespace string
 	UID       string
-	NodeName  string
 }
 
 // BackendOptions are the settings of the container runtime executor that
@@ -42,6 +41,18 @@ type BackendOptions struct {
 
 // commonOptions are what init and wait both need.
 type commonOptions struct {
+	// cmdName is init or wait, for messages and scratch paths.
+	cmdName string
+	// namespaceFile is where the pod's namespace was looked for.
+	namespaceFile string
+	// Protocol is the controller protocol the environment speaks:
+	// protocolOurs or protocolArgo.
+	Protocol string
+	// Argo holds what only Argo's controller passes.
+	Argo ArgoOptions
+	// TemplateJSON is the template itself when the controller passes it in
+	// the environment (Argo's ARGO_TEMPLATE); else it is read from TemplatePath.
+	TemplateJSON string
 	Pod          PodOptions
 	Backend      BackendOptions
 	TemplatePath string
@@ -60,26 +71,35 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 
 // complete fills what flags left empty from the environment. It only parses;
 // validate judges.
-func (o *commonOptions) complete(cmdName string, getenv func(string) string) error {
+func (o *commonOptions) complete(cmdName string, getenv func(string) string, namespaceFile string) error {
+	proto, err := detectProtocol(cmdName, getenv)
+	if err != nil {
+		return err
+	}
+	o.Protocol = proto
+	o.cmdName = cmdName
+	o.namespaceFile = namespaceFile
 	o.Pod.Name = getenv(wf.EnvPodName)
 	o.Pod.Namespace = getenv(wf.EnvPodNamespace)
 	if o.Pod.Namespace == "" {
-		if b, err := os.ReadFile(namespaceFile); err == nil {
+		if b, err := os.ReadFile(namespaceFile); namespaceFile != "" && err == nil {
 			o.Pod.Namespace = strings.TrimSpace(string(b))
 		}
 	}
 	o.Pod.UID = getenv(wf.EnvPodUID)
-	o.Pod.NodeName = getenv(wf.EnvNodeName)
 	if o.Backend.Executor == "" {
 		o.Backend.Executor = getenv(wf.EnvContainerRuntimeExecutor)
 	}
 	if o.Backend.Executor == "" {
 		o.Backend.Executor = wf.ExecutorK8sAPI
 	}
-	if o.TemplatePath == "" {
+	if o.Protocol == protocolArgo && o.TemplatePath == "" {
+		o.TemplateJSON = getenv(wf.EnvArgoTemplate)
+	}
+	if o.TemplatePath == "" && o.TemplateJSON == "" {
 		o.TemplatePath = getenv(wf.EnvTemplatePath)
 	}
-	if o.TemplatePath == "" {
+	if o.TemplatePath == "" && o.TemplateJSON == "" {
 		o.TemplatePath = wf.TemplateFile
 	}
 	o.WorkflowName = getenv(wf.EnvWorkflowName)
@@ -91,13 +111,15 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string) err
 		o.SidecarMode = wf.SidecarModeNative
 	}
 	o.Backend.KubeletHost = getenv(wf.EnvKubeletHost)
-	o.Backend.KubeletPort = 10250
+	o.Backend.KubeletPort = wf.DefaultKubeletPort
 	if v := getenv(wf.EnvKubeletPort); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil {
 			return usageErrorf("argoexec %s: %s=%q is not a port number", cmdName, wf.EnvKubeletPort, v)
 		}
-		o.Backend.KubeletPort = p
+		if p != 0 { // Argo's controller passes "0" when its ConfigMap sets no kubeletPort
+			o.Backend.KubeletPort = p
+		}
 	}
 	if v := getenv(wf.EnvKubeletInsecure); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -109,7 +131,10 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string) err
 	o.Backend.KubeletCAFile = getenv(wf.EnvKubeletCAFile)
 	o.Backend.DockerSockPath = getenv(wf.EnvDockerSockPath)
 	if o.Backend.DockerSockPath == "" {
-		o.Backend.DockerSockPath = "/var/run/docker.sock"
+		o.Backend.DockerSockPath = wf.DefaultDockerSockPath
+	}
+	if o.Protocol == protocolArgo {
+		return o.completeArgo(cmdName, getenv)
 	}
 	return nil
 }
@@ -120,7 +145,7 @@ func (o *commonOptions) validate(cmdName string) error {
 		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set", cmdName, wf.EnvPodName)
 	}
 	if o.Pod.Namespace == "" {
-		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, namespaceFile)
+		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, o.namespaceFile)
 	}
 	if !slices.Contains(wf.Executors(), o.Backend.Executor) {
 		return usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(wf.Executors(), ", "))
@@ -128,7 +153,7 @@ func (o *commonOptions) validate(cmdName string) error {
 	if o.SidecarMode != wf.SidecarModeNative && o.SidecarMode != wf.SidecarModeLegacy {
 		return usageErrorf("argoexec %s: %s=%q is not a sidecar mode (want native or legacy)", cmdName, wf.EnvSidecarMode, o.SidecarMode)
 	}
-	return nil
+	return o.validateArgo(cmdName)
 }
 
 // validateBackend checks the settings of the backend wait uses; init uses
@@ -147,5 +172,5 @@ func (o *commonOptions) validateBackend(cmdName string) error {
 
 // String names the pod and backend, for messages.
 func (o *commonOptions) String() string {
-	return fmt.Sprintf("pod %s/%s executor %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor)
+	return fmt.Sprintf("pod %s/%s executor %s protocol %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor, o.Protocol)
 }

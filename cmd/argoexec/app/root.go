@@ -5,10 +5,15 @@ package app
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/argoexec/argoexec/pkg/cli"
 )
@@ -19,6 +24,12 @@ type IO struct {
 	Out, Err io.Writer
 	// Getenv reads an environment variable (os.Getenv in main).
 	Getenv func(string) string
+	// NamespaceFile is the service account's namespace file (NamespaceFile
+	// in main); empty means none.
+	NamespaceFile string
+	// TerminationLog is where a failure is written for the controller
+	// (workflow.TerminationLogPath in main); empty writes none.
+	TerminationLog string
 }
 
 // Exit codes of argoexec, mapped from errors in ExitCode and nowhere else.
@@ -56,9 +67,30 @@ func ExitCode(err error) int {
 }
 
 // globalOptions are the flags every command takes.
-type globalOptions struct{ cli.LogOptions }
+type globalOptions struct {
+	cli.LogOptions
+	// GlogLevel is client-go's (klog's) verbosity, Argo's --gloglevel.
+	GlogLevel int
+}
 
-func (o *globalOptions) logger(stderr io.Writer) (*logrus.Logger, error) { return o.Logger(stderr) }
+// addFlags registers the flags on fs.
+func (o *globalOptions) addFlags(fs *pflag.FlagSet) {
+	o.AddFlags(fs)
+	fs.IntVar(&o.GlogLevel, "gloglevel", 0, "verbosity of the Kubernetes client library's own log (klog -v)")
+}
+
+// logger builds the logger and sets klog's verbosity (klog's state is its
+// own package's; client-go logs through it).
+func (o *globalOptions) logger(stderr io.Writer) (*logrus.Logger, error) {
+	if o.GlogLevel != 0 {
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		if err := fs.Set("v", strconv.Itoa(o.GlogLevel)); err != nil {
+			return nil, usageErrorf("--gloglevel: %v", err)
+		}
+	}
+	return o.Logger(stderr)
+}
 
 // runners holds what each command does once its options are complete; tests
 // replace them to check parsing apart from behaviour.
@@ -73,7 +105,11 @@ func Run(ctx context.Context, args []string, stdio IO) error {
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
-	return cli.Execute(newRootCmd(ctx, stdio, r), args, stdio.Out, stdio.Err)
+	err := cli.Execute(newRootCmd(ctx, stdio, r), args, stdio.Out, stdio.Err)
+	if werr := writeTerminationMessage(stdio.TerminationLog, err); werr != nil {
+		fmt.Fprintf(stdio.Err, "argoexec: %v\n", werr)
+	}
+	return err
 }
 
 func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
@@ -84,7 +120,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	g.AddFlags(root.PersistentFlags())
+	g.addFlags(root.PersistentFlags())
 	root.AddCommand(
 		newWaitCmd(ctx, g, stdio, r.wait),
 		newInitCmd(ctx, g, stdio, r.init),

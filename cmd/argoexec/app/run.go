@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,53 +40,164 @@ func runInit(ctx context.Context, o *InitOptions) error {
 	return flow.Init(ctx)
 }
 
+// flowParts is what the controller protocol decides for a flow: the
+// executor's settings, where artifacts go, and how outputs are reported.
+type flowParts struct {
+	cfg      executor.WorkflowConfig
+	store    executor.ArtifactStore
+	reporter executor.OutputReporter
+}
+
 // newFlow assembles a WorkflowExecutor from the options: the template, the
-// artifact repository, and for wait the backend and the outputs reporter.
+// protocol's parts, and for wait the backend. This and protocolParts are the
+// only places that know which controller built the pod.
 func newFlow(ctx context.Context, o *commonOptions, log *logrus.Entry, forWait bool) (*executor.WorkflowExecutor, error) {
-	tmpl, err := loadTemplate(o.TemplatePath)
+	tmpl, err := o.loadTemplate()
 	if err != nil {
 		return nil, err
 	}
-	repo, store, err := artifactRepository(o, log)
+	var restCfg *rest.Config
+	if forWait {
+		if restCfg, err = restConfig(o.Backend.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	parts, err := o.protocolParts(tmpl, restCfg, log)
 	if err != nil {
 		return nil, err
-	}
-	cfg := executor.WorkflowConfig{
-		Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace, WorkflowName: o.WorkflowName,
-		SidecarMode: o.SidecarMode, Repository: repo,
 	}
 	if !forWait {
-		return executor.NewWorkflowExecutor(cfg, nil, store, nil, log), nil
-	}
-	restCfg, err := restConfig(o.Backend.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("create Kubernetes client: %w", err)
+		return executor.NewWorkflowExecutor(parts.cfg, nil, parts.store, nil, log), nil
 	}
 	runtime, err := newBackend(ctx, o, log)
 	if err != nil {
 		return nil, err
 	}
-	reporter := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
-	return executor.NewWorkflowExecutor(cfg, runtime, store, reporter, log), nil
+	return executor.NewWorkflowExecutor(parts.cfg, runtime, parts.store, parts.reporter, log), nil
 }
 
-func loadTemplate(p string) (*wf.Template, error) {
+// protocolParts builds the parts of the protocol o speaks. restCfg is nil
+// for init, which reports nothing.
+func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, log *logrus.Entry) (flowParts, error) {
+	p := flowParts{cfg: executor.WorkflowConfig{
+		Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace, WorkflowName: o.WorkflowName,
+		SidecarMode: o.SidecarMode,
+	}}
+	var podReporter *executor.PodReporter
+	if restCfg != nil {
+		client, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return p, fmt.Errorf("create Kubernetes client: %w", err)
+		}
+		podReporter = &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
+	}
+	if o.Protocol != protocolArgo {
+		repo, store, err := artifactRepository(o, log)
+		if err != nil {
+			return p, err
+		}
+		p.cfg.Repository, p.store = repo, store
+		if podReporter != nil {
+			p.reporter = podReporter
+		}
+		return p, nil
+	}
+
+	include := o.Argo.IncludeScriptOutput && (tmpl.Container != nil || tmpl.Script != nil)
+	p.cfg.Protocol = executor.Protocol{
+		Name: protocolArgo, InputsOnVolumes: true, IncludeScriptOutput: &include,
+		SignalStopsMain: true, Deadline: o.Argo.Deadline,
+	}
+	p.cfg.ScriptPath = wf.ArgoStagingScript
+	p.cfg.InputArtifacts = wf.ArgoInputArtifactsPath
+	// Argo's pods give init and wait no scratch space of their own; the
+	// shared emptyDir is writable by every container.
+	p.cfg.TempDir = filepath.Join(wf.VarRunArgoPath, "argoexec-"+o.cmdName)
+	if err := os.MkdirAll(p.cfg.TempDir, 0o700); err != nil {
+		return p, fmt.Errorf("create scratch directory %s on the %s emptyDir: %w", p.cfg.TempDir, wf.VarRunArgoVolume, err)
+	}
+	repo, store, err := argoArchiveLocation(tmpl, wf.ArgoSecretsPath, log)
+	if err != nil {
+		return p, err
+	}
+	p.cfg.Repository, p.store = repo, store
+	if restCfg != nil {
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			return p, fmt.Errorf("create Kubernetes client: %w", err)
+		}
+		p.reporter = &executor.TaskResultReporter{
+			Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
+			WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
+			PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: podReporter,
+		}
+	}
+	return p, nil
+}
+
+// argoArchiveLocation turns the template's archiveLocation, which Argo's
+// controller fills with the repository and this node's key prefix, into the
+// repository outputs go to: keys KEY/NAME.tgz, as Argo's argoexec writes
+// them. Credentials are the secret files Argo's controller mounts under
+// secretsDir/NAME/KEY (no secrets RBAC needed).
+func argoArchiveLocation(tmpl *wf.Template, secretsDir string, log *logrus.Entry) (*wf.ArtifactRepository, executor.ArtifactStore, error) {
+	loc := tmpl.ArchiveLocation
+	if loc == nil || loc.S3 == nil {
+		return nil, nil, nil
+	}
+	s3 := loc.S3
+	access, err := readArgoSecret(secretsDir, s3.AccessKeySecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	secret, err := readArgoSecret(secretsDir, s3.SecretKeySecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo := &wf.ArtifactRepository{S3: &wf.S3ArtifactRepository{S3Bucket: s3.S3Bucket,
+		KeyFormat: strings.TrimSuffix(s3.Key, "/") + "/{{" + wf.KeyVarArtifactName + "}}.tgz"}}
+	s3Driver, err := artifacts.NewS3(artifacts.S3Config{Default: s3.S3Bucket, Credentials: artifacts.StaticKeys{AccessKey: access, SecretKey: secret}}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return repo, artifacts.NewStore(artifacts.StoreConfig{S3: s3Driver, Allow: artifacts.RepositoryOnly(s3.S3Bucket)}, log), nil
+}
+
+// readArgoSecret reads one key of a secret Argo's controller mounted for an
+// artifact; a nil selector is no credential.
+func readArgoSecret(dir string, sel *corev1.SecretKeySelector) (string, error) {
+	if sel == nil || sel.Name == "" {
+		return "", nil
+	}
+	p := filepath.Join(dir, sel.Name, sel.Key)
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("read the template (the pod builder projects annotation %s to %s): %w", wf.AnnotationTemplate, p, err)
+		return "", fmt.Errorf("read artifact credential %s (key %q of secret %q, which Argo's controller mounts for the template's archiveLocation; check that the secret exists in the workflow's namespace): %w", p, sel.Key, sel.Name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// loadTemplate decodes the template from the environment or its file.
+func (o *commonOptions) loadTemplate() (*wf.Template, error) {
+	if o.TemplateJSON != "" {
+		t, err := wf.DecodeTemplate([]byte(o.TemplateJSON))
+		if err != nil {
+			return nil, fmt.Errorf("decode the template in %s: %w", wf.EnvArgoTemplate, err)
+		}
+		return t, nil
+	}
+	b, err := os.ReadFile(o.TemplatePath)
+	if err != nil {
+		return nil, fmt.Errorf("read the template (the pod builder projects annotation %s to %s): %w", wf.AnnotationTemplate, o.TemplatePath, err)
 	}
 	t, err := wf.DecodeTemplate(b)
 	if err != nil {
-		return nil, fmt.Errorf("decode the template in %s: %w", p, err)
+		return nil, fmt.Errorf("decode the template in %s: %w", o.TemplatePath, err)
 	}
 	return t, nil
 }
 
-// artifactRepository reads the repository the pod builder passed in
+// artifactRepository reads the repository our pod builder passed in
 // ARGO_ARTIFACT_REPOSITORY and its credentials; none is not an error until
 // an artifact needs it.
 func artifactRepository(o *commonOptions, log *logrus.Entry) (*wf.ArtifactRepository, executor.ArtifactStore, error) {
@@ -97,14 +212,11 @@ func artifactRepository(o *commonOptions, log *logrus.Entry) (*wf.ArtifactReposi
 		return repo, nil, nil
 	}
 	s3 := repo.S3
-	store, err := artifacts.NewS3(artifacts.S3Config{
-		Endpoint: s3.Endpoint, Bucket: s3.Bucket, Region: s3.Region, Insecure: s3.Insecure != nil && *s3.Insecure,
-		AccessKey: o.S3AccessKey, SecretKey: o.S3SecretKey,
-	}, log)
+	s3Driver, err := artifacts.NewS3(artifacts.S3Config{Default: s3.S3Bucket, Credentials: artifacts.StaticKeys{AccessKey: o.S3AccessKey, SecretKey: o.S3SecretKey}}, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	return repo, store, nil
+	return repo, artifacts.NewStore(artifacts.StoreConfig{S3: s3Driver, Allow: artifacts.RepositoryOnly(s3.S3Bucket)}, log), nil
 }
 
 // restConfig returns in-cluster credentials, or kubeconfig's when set.

@@ -63,8 +63,47 @@ const (
 	LabelContainerRuntimeExecutor = "workflows.argoproj.io/container-runtime-executor"
 	// LabelWorkflow names the workflow a pod belongs to.
 	LabelWorkflow = "workflows.argoproj.io/workflow"
-	// LabelCompleted is set on a pod once its outputs are reported.
-	LabelCompleted = "workflows.argoproj.io/completed"
+	// LabelControllerInstanceID labels what belongs to one of several Argo
+	// controllers (ConfigMap instanceID); wait puts it on its task result.
+	LabelControllerInstanceID = "workflows.argoproj.io/controller-instanceid"
+)
+
+// Argo Workflows v3.3.8's controller protocol: the environment it sets on
+// init and wait (argo-v3.3-protocol.md §1.5) and the paths of its pods.
+// argoexec speaks it when ARGO_TEMPLATE is set.
+const (
+	// EnvArgoTemplate is the template JSON itself, on every container.
+	EnvArgoTemplate = "ARGO_TEMPLATE"
+	// EnvArgoNodeID is the node's ID: the name of its WorkflowTaskResult.
+	EnvArgoNodeID = "ARGO_NODE_ID"
+	// EnvArgoIncludeScriptOutput, "true" or "false", says whether wait
+	// reports main's stdout as the result.
+	EnvArgoIncludeScriptOutput = "ARGO_INCLUDE_SCRIPT_OUTPUT"
+	// EnvArgoDeadline is when main must have exited, RFC 3339; the zero
+	// time 0001-01-01T00:00:00Z means none.
+	EnvArgoDeadline = "ARGO_DEADLINE"
+	// EnvArgoInstanceID is the controller's instanceID, for task-result labels.
+	EnvArgoInstanceID = "ARGO_INSTANCE_ID"
+	// EnvArgoContainerName is the name of the container it is set on.
+	EnvArgoContainerName = "ARGO_CONTAINER_NAME"
+	// EnvArgoProgressFile is where main may write N/M progress lines.
+	EnvArgoProgressFile = "ARGO_PROGRESS_FILE"
+	// EnvArgoTerminationGrace is the pod's terminationGracePeriodSeconds,
+	// set on wait only when the pod spec sets it.
+	EnvArgoTerminationGrace = "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"
+	// ArgoStagingScript is where init stages a script's source under Argo's
+	// controller (the argo-staging emptyDir, mounted in init and main).
+	ArgoStagingScript = "/argo/staging/script"
+	// ArgoInputArtifactsPath is where init writes input artifact NAME under
+	// Argo's controller (the input-artifacts emptyDir).
+	ArgoInputArtifactsPath = "/argo/inputs/artifacts"
+	// ArgoSecretsPath is where Argo's controller mounts every secret an
+	// artifact refers to, as ArgoSecretsPath/NAME/KEY.
+	ArgoSecretsPath = "/argo/secret"
+	// TerminationLogPath is where argoexec writes its error for the
+	// controller and `kubectl describe` (the container's
+	// terminationMessagePath default).
+	TerminationLogPath = "/dev/termination-log"
 )
 
 // Container names in a workflow pod.

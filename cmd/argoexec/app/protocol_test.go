@@ -1,0 +1,144 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// argoEnv is the environment Argo Workflows v3.3.8's controller gives wait
+// on the kubelet executor (argo-v3.3-protocol.md §1.5).
+func argoEnv() map[string]string {
+	return map[string]string{
+		wf.EnvPodName:                  "hello-world-abc",
+		wf.EnvPodUID:                   "uid-1",
+		wf.EnvContainerRuntimeExecutor: "kubelet",
+		"GODEBUG":                      "x509ignoreCN=0",
+		wf.EnvWorkflowName:             "hello-world-abc",
+		wf.EnvKubeletHost:              "10.88.0.1",
+		wf.EnvKubeletPort:              "0",
+		wf.EnvKubeletInsecure:          "false",
+		wf.EnvArgoContainerName:        "wait",
+		wf.EnvArgoTemplate:             `{"name":"whalesay","inputs":{},"outputs":{},"metadata":{},"container":{"name":"","image":"docker/whalesay:latest","command":["cowsay"],"args":["hello world"],"resources":{}}}`,
+		wf.EnvArgoNodeID:               "hello-world-abc",
+		wf.EnvArgoIncludeScriptOutput:  "false",
+		wf.EnvArgoDeadline:             "0001-01-01T00:00:00Z",
+		wf.EnvArgoProgressFile:         "/var/run/argo/progress",
+		wf.EnvPodNamespace:             "<unset>",
+	}
+}
+
+func TestArgoProtocolOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, o *WaitOptions)
+	}{
+		{
+			name: "Argo's environment selects its protocol; port 0 means the default; the zero deadline none",
+			args: []string{"wait", "--loglevel", "info", "--gloglevel", "0"},
+			env:  argoEnv(),
+			check: func(t *testing.T, o *WaitOptions) {
+				if o.Protocol != protocolArgo || o.Argo.NodeID != "hello-world-abc" || !o.Argo.Deadline.IsZero() || o.Argo.IncludeScriptOutput {
+					t.Errorf("protocol %q argo %+v", o.Protocol, o.Argo)
+				}
+				if o.Pod.Namespace != "argo" {
+					t.Errorf("namespace = %q, want the service account's", o.Pod.Namespace)
+				}
+				if o.Backend.KubeletPort != wf.DefaultKubeletPort {
+					t.Errorf("kubelet port = %d, want the default %d for ARGO_KUBELET_PORT=0", o.Backend.KubeletPort, wf.DefaultKubeletPort)
+				}
+				if o.SidecarMode != wf.SidecarModeLegacy {
+					t.Errorf("sidecar mode = %q: Argo injects sidecars as plain containers, wait must stop them", o.SidecarMode)
+				}
+				tmpl, err := o.loadTemplate()
+				if err != nil || tmpl.Container == nil || tmpl.Container.Image != "docker/whalesay:latest" {
+					t.Errorf("template %+v, %v", tmpl, err)
+				}
+			},
+		},
+		{
+			name: "a deadline is parsed",
+			args: []string{"wait"},
+			env:  with(argoEnv(), wf.EnvArgoDeadline, "2026-12-01T10:00:00Z", wf.EnvArgoIncludeScriptOutput, "true"),
+			check: func(t *testing.T, o *WaitOptions) {
+				if !o.Argo.Deadline.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) || !o.Argo.IncludeScriptOutput {
+					t.Errorf("argo %+v", o.Argo)
+				}
+			},
+		},
+		{
+			name:    "a bad deadline names the variable",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvArgoDeadline, "tomorrow"),
+			wantErr: `ARGO_DEADLINE="tomorrow" is not an RFC 3339 time`,
+		},
+		{
+			name:    "a mix of both protocols is refused, naming the variables",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvTemplatePath, "/argo/podmetadata/template", wf.EnvSidecarMode, "native"),
+			wantErr: "mixes Argo Workflows' controller protocol (ARGO_TEMPLATE, ARGO_NODE_ID, ARGO_INCLUDE_SCRIPT_OUTPUT, ARGO_DEADLINE) with argoexec's own (ARGO_TEMPLATE_PATH, ARGO_SIDECAR_MODE)",
+		},
+		{
+			name:    "Argo's variables without the template",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvArgoTemplate, "<unset>"),
+			wantErr: "set but not ARGO_TEMPLATE",
+		},
+		{
+			name:    "wait needs the node ID",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvArgoNodeID, "<unset>"),
+			wantErr: "ARGO_NODE_ID is not set",
+		},
+		{
+			name: "our own environment keeps our protocol",
+			args: []string{"wait"},
+			env:  baseEnv(),
+			check: func(t *testing.T, o *WaitOptions) {
+				if o.Protocol != protocolOurs || o.TemplatePath != wf.TemplateFile {
+					t.Errorf("protocol %q template %q", o.Protocol, o.TemplatePath)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range tt.env {
+				if v != "<unset>" {
+					env[k] = v
+				}
+			}
+			var got *WaitOptions
+			nsFile := filepath.Join(t.TempDir(), "namespace")
+			if err := os.WriteFile(nsFile, []byte("argo\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := run(context.Background(), tt.args, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(env), NamespaceFile: nsFile}, runners{
+				wait: func(_ context.Context, o *WaitOptions) error { got = o; return nil },
+			})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				if ExitCode(err) != ExitUsage {
+					t.Errorf("exit code %d, want %d", ExitCode(err), ExitUsage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, got)
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// taskResultGVR is Argo's WorkflowTaskResult resource, through which Argo
+// Workflows v3.3's controller reads a node's outputs.
+func taskResultGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowtaskresults"}
+}
+
+// TaskResultReporter reports outputs as Argo Workflows v3.3.8's argoexec
+// does: a WorkflowTaskResult named after the node (ARGO_NODE_ID), labelled
+// with the workflow (and the controller's instance ID), owned by the pod;
+// created, or merge-patched when it exists. When the service account may not
+// write task results (403), it falls back to Fallback (the pod's outputs
+// annotation), as Argo does; any other failure is retried on a bounded
+// backoff within ctx. Outputs with nothing in them are not reported.
+type TaskResultReporter struct {
+	// Client writes the task result.
+	Client dynamic.Interface
+	// Namespace is the pod's, where the task result goes.
+	Namespace string
+	// NodeID names the task result (ARGO_NODE_ID).
+	NodeID string
+	// WorkflowName and InstanceID label it (ARGO_WORKFLOW_NAME, ARGO_INSTANCE_ID).
+	WorkflowName, InstanceID string
+	// PodName and PodUID make the pod its owner, so it is deleted with the pod.
+	PodName, PodUID string
+	// Fallback reports when task results are forbidden; nil makes a 403 an error.
+	Fallback OutputReporter
+	// Clock paces the retries; nil means the real clock.
+	Clock clock.Clock
+}
+
+// taskResultOutputs is Argo's Outputs as v3.3.8's controller decodes it: no
+// exit code (the controller reads main's status) and nothing Argo does not
+// know.
+type taskResultOutputs struct {
+	Parameters []wf.Parameter `json:"parameters,omitempty"`
+	Artifacts  []wf.Artifact  `json:"artifacts,omitempty"`
+	Result     *string        `json:"result,omitempty"`
+}
+
+// Report creates or patches the task result.
+func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
+	o := taskResultOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result}
+	if len(o.Parameters) == 0 && len(o.Artifacts) == 0 && o.Result == nil {
+		return nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("encode outputs: %w", err)
+	}
+	var outMap map[string]any
+	if err := json.Unmarshal(b, &outMap); err != nil {
+		return fmt.Errorf("encode outputs: %w", err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "WorkflowTaskResult",
+		"outputs":    outMap,
+	}}
+	obj.SetName(r.NodeID)
+	obj.SetNamespace(r.Namespace)
+	labels := map[string]string{wf.LabelWorkflow: r.WorkflowName}
+	if r.InstanceID != "" {
+		labels[wf.LabelControllerInstanceID] = r.InstanceID
+	}
+	obj.SetLabels(labels)
+	// Argo v3.3.8 writes the non-canonical kind "pods"; its garbage
+	// collection works either way, and we match what its controller expects.
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "pods", Name: r.PodName, UID: types.UID(r.PodUID)}})
+	patch, err := json.Marshal(map[string]any{"outputs": outMap})
+	if err != nil {
+		return fmt.Errorf("encode outputs patch: %w", err)
+	}
+	res := r.Client.Resource(taskResultGVR()).Namespace(r.Namespace)
+	what := fmt.Sprintf("WorkflowTaskResult %s/%s", r.Namespace, r.NodeID)
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	delay := time.Second
+	for attempt := 1; ; attempt++ {
+		_, err = res.Create(ctx, obj, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			_, err = res.Patch(ctx, r.NodeID, types.MergePatchType, patch, metav1.PatchOptions{})
+		}
+		switch {
+		case err == nil:
+			return nil
+		case apierrors.IsForbidden(err) && r.Fallback != nil:
+			if ferr := r.Fallback.Report(ctx, outputs); ferr != nil {
+				return fmt.Errorf("write %s: %w; the fallback to the pod annotation failed too: %w", what, err, ferr)
+			}
+			return nil
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("write %s (grant the workflow's service account create and patch on workflowtaskresults.argoproj.io): %w", what, err)
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("write %s: the WorkflowTaskResult CRD is not installed (install Argo Workflows v3.3's CRDs): %w", what, err)
+		case !retriable(err) || attempt == taskResultAttempts:
+			return fmt.Errorf("write %s (attempt %d): %w", what, attempt, err)
+		}
+		t := clk.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("write %s: %w (last error: %w)", what, ctx.Err(), err)
+		case <-t.C():
+		}
+		delay *= 2
+	}
+}
+
+// taskResultAttempts bounds the tries of one report, as Argo's (5 steps).
+const taskResultAttempts = 5
+
+// retriable says whether an API error may pass: the server was busy,
+// timed out or broke the connection.
+func retriable(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
+		!isAPIStatus(err)
+}
+
+func isAPIStatus(err error) bool {
+	_, ok := err.(apierrors.APIStatus)
+	return ok || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown
+}
