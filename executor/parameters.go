@@ -8,31 +8,39 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // collectParameters reads every output parameter with valueFrom.path, from
 // the volume mirror when the path is on one of main's volumes, else through
-// the backend. A missing file takes the default; without one it fails.
+// the backend, with one trailing newline stripped. A missing file takes the
+// default (valueFrom.default, or default); without one it fails. Content
+// the report's JSON cannot carry (bytes that are not UTF-8) is an error,
+// never replaced. Each parameter is echoed as the template declares it
+// (globalName, valueFrom ...) with its value filled in.
 func (we *WorkflowExecutor) collectParameters(ctx context.Context, out *wf.NodeOutputs) error {
 	var errs []error
 	for _, p := range we.cfg.Template.Outputs.Parameters {
 		p := p
 		if p.ValueFrom == nil || p.ValueFrom.Path == "" {
-			if p.Value == nil && p.Default != nil {
-				p.Value = p.Default
+			if p.Value == nil && p.OutputDefault() != nil {
+				p.Value = p.OutputDefault()
 			}
 			out.Parameters = append(out.Parameters, p)
 			continue
 		}
 		val, err := we.readParameter(ctx, p.ValueFrom.Path)
+		if err == nil {
+			err = checkUTF8(val)
+		}
 		switch {
 		case err == nil:
 			p.Value = wf.AnyStringPtr(strings.TrimSuffix(val, "\n"))
-		case errors.Is(err, ErrOutputMissing) && p.Default != nil:
+		case errors.Is(err, ErrOutputMissing) && p.OutputDefault() != nil:
 			we.log.WithField("parameter", p.Name).Infof("%s does not exist: using the default", p.ValueFrom.Path)
-			p.Value = p.Default
+			p.Value = p.OutputDefault()
 		case errors.Is(err, ErrOutputMissing):
 			errs = append(errs, fmt.Errorf("output parameter %q: %s does not exist in container main and the parameter has no default", p.Name, p.ValueFrom.Path))
 			continue
@@ -40,7 +48,6 @@ func (we *WorkflowExecutor) collectParameters(ctx context.Context, out *wf.NodeO
 			errs = append(errs, fmt.Errorf("output parameter %q: read %s: %w", p.Name, p.ValueFrom.Path, err))
 			continue
 		}
-		p.ValueFrom = &wf.ValueFrom{Path: p.ValueFrom.Path}
 		out.Parameters = append(out.Parameters, p)
 	}
 	return errors.Join(errs...)
@@ -56,6 +63,9 @@ func (we *WorkflowExecutor) readParameter(ctx context.Context, p string) (string
 		return s, err
 	}
 	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: %w", ErrOutputMissing, err)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -85,4 +95,21 @@ func (we *WorkflowExecutor) readParameter(ctx context.Context, p string) (string
 // fs.ErrNotExist for a missing path.
 func isNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist)
+}
+
+// checkUTF8 refuses content that is not UTF-8: JSON would carry each bad
+// byte as U+FFFD and the value would be silently altered.
+func checkUTF8(s string) error {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	off := 0
+	for off < len(s) {
+		r, n := utf8.DecodeRuneInString(s[off:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		off += n
+	}
+	return fmt.Errorf("the file is not UTF-8 text (first bad byte 0x%02x at offset %d of %d): a parameter's value travels as JSON text; declare binary content as an output artifact", s[off], off, len(s))
 }

@@ -719,3 +719,50 @@ func TestWaitReportAfterLongCollection(t *testing.T) {
 		t.Errorf("report: outputs %+v, its context's error %v; want the artifact reported with time left", rep.got, reportCtxErr)
 	}
 }
+
+func TestWaitParameters(t *testing.T) {
+	tests := []struct {
+		name      string
+		param     wf.Parameter
+		files     map[string]string
+		wantValue string
+		wantErr   string
+	}{
+		{name: "one trailing newline stripped", param: wf.Parameter{Name: "p", ValueFrom: &wf.ValueFrom{Path: "/work/p"}},
+			files: map[string]string{"p": "42\n\n"}, wantValue: "42\n"},
+		{name: "Argo's valueFrom.default when the file is missing", param: wf.Parameter{Name: "p", ValueFrom: &wf.ValueFrom{Path: "/work/none", Default: wf.AnyStringPtr("dflt")}},
+			wantValue: "dflt"},
+		{name: "globalName and valueFrom echoed", param: wf.Parameter{Name: "p", GlobalName: "g", ValueFrom: &wf.ValueFrom{Path: "/work/p"}},
+			files: map[string]string{"p": "v"}, wantValue: "v"},
+		{name: "non-UTF-8 content is an error naming the offset, never replaced", param: wf.Parameter{Name: "bin", ValueFrom: &wf.ValueFrom{Path: "/work/bin"}},
+			files: map[string]string{"bin": "ok\xff\xfe"}, wantErr: `output parameter "bin": read /work/bin: the file is not UTF-8 text (first bad byte 0xff at offset 2 of 4)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := &wf.Template{Container: &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/work"}}},
+				Outputs: wf.Outputs{Parameters: []wf.Parameter{tt.param}}}
+			rep := &recorder{}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, tt.files)}, &executortest.Fake{}, nil, rep, testLog())
+			err := we.Wait(context.Background())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if len(rep.got.Parameters) != 0 {
+					t.Errorf("reported %+v despite the error", rep.got.Parameters)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.got.Parameters
+			if len(got) != 1 || got[0].Value == nil || string(*got[0].Value) != tt.wantValue {
+				t.Fatalf("parameters = %+v, want value %q", got, tt.wantValue)
+			}
+			if got[0].GlobalName != tt.param.GlobalName || got[0].ValueFrom == nil || got[0].ValueFrom.Path != tt.param.ValueFrom.Path {
+				t.Errorf("parameter not echoed as declared: %+v", got[0])
+			}
+		})
+	}
+}
