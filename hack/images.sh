@@ -92,8 +92,9 @@ build_busybox() {
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"],"WorkingDir":"/"}'
 }
 
-# argoexec:dev mirrors the Dockerfile: FROM scratch, CA bundle, /bin/argoexec, USER 8737:8737,
-# ENTRYPOINT /bin/argoexec; plus /bin/workflow-controller when ./cmd/workflow-controller exists.
+# argoexec:dev mirrors the Dockerfile: FROM scratch, CA bundle, /bin/argoexec, static busybox as
+# /bin/sh and /bin/pidof only, USER 8737:8737, ENTRYPOINT /bin/argoexec; plus
+# /bin/workflow-controller when ./cmd/workflow-controller exists.
 build_argoexec() {
   if ! compgen -G "$REPO_ROOT/cmd/argoexec/*.go" >/dev/null; then
     log "skipping argoexec:dev: ./cmd/argoexec does not exist yet"
@@ -103,6 +104,10 @@ build_argoexec() {
   rm -rf "$r"; mkdir -p "$r/bin" "$r/etc/ssl/certs"
   [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/"
   OUT=$r/bin "$REPO_ROOT/hack/build.sh" >&2 || die "building the argoexec binaries failed (hack/build.sh)"
+  # Argo's controller stops a step with `sh -c 'kill -15 $(pidof argoexec)'` in wait: a static
+  # busybox provides exactly sh and pidof (no other applet is linked).
+  cp /bin/busybox "$r/bin/busybox"
+  ln -sf busybox "$r/bin/sh"; ln -sf busybox "$r/bin/pidof"
   pack argoexec docker.io/library/argoexec:dev "$r" \
     '{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
 }
