@@ -193,7 +193,7 @@ func Extract(ctx context.Context, r io.Reader, destDir string) error {
 
 	br := bufio.NewReaderSize(ctxReader{ctx: ctx, r: r}, 64*1024)
 	var src io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	if magic, _ := br.Peek(2); IsGzip(magic) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("archive: extract into %s: open gzip: %w", destDir, err)
@@ -218,6 +218,13 @@ func Extract(ctx context.Context, r io.Reader, destDir string) error {
 			return fmt.Errorf("archive: extract into %s: %w", destDir, err)
 		}
 	}
+}
+
+// IsGzip reports whether head, the first bytes of a stream, starts with the
+// gzip magic number: the one test of "is this compressed" that Extract and
+// pkg/artifacts share.
+func IsGzip(head []byte) bool {
+	return len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
 }
 
 // ctxReader ends reads with ctx.Err() once ctx is done.

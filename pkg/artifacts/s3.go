@@ -1,5 +1,3 @@
-// Package artifacts moves artifacts between local files and where they are
-// stored: S3-compatible buckets, inline raw data, and HTTP URLs (download only).
 package artifacts
 
 import (
@@ -12,162 +10,233 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/sirupsen/logrus"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// S3Config locates a bucket and holds the credentials to reach it.
+// S3Config is what the S3 driver needs besides the artifacts themselves.
 type S3Config struct {
-	// Endpoint is host[:port] of the S3 service, without a scheme.
-	Endpoint string
-	// Bucket is the bucket name.
-	Bucket string
-	// Region is the bucket's region; empty lets the client discover it.
-	Region string
-	// Insecure talks plain HTTP instead of HTTPS.
-	Insecure bool
-	// AccessKey and SecretKey are the static credentials.
-	AccessKey, SecretKey string
-	// ProgressEvery is how often long transfers log progress; zero means 5 s.
-	ProgressEvery time.Duration
+	// Default fills, field by field, what an artifact's own s3 location
+	// leaves out: our ConfigMap's artifactRepository.s3, or Argo's
+	// template.archiveLocation.s3. Region, insecure and the secrets are
+	// taken from it only for an artifact on the same endpoint. It may be
+	// empty when every artifact carries its full location.
+	Default wf.S3Bucket
+	// Credentials finds each bucket's keys; nil means anonymous access.
+	Credentials Credentials
+	// Progress times transfers and says how often long ones log.
+	Progress ProgressConfig
 }
 
-// S3 uploads and downloads objects of one bucket.
+// S3 is the driver for artifacts in S3-compatible buckets: any bucket an
+// artifact names, one client per distinct endpoint and keys, made on first
+// use. Which buckets are allowed is the caller's policy (StoreConfig.Allow).
 type S3 struct {
-	cfg    S3Config
-	client *minio.Client
-	log    *logrus.Entry
+	cfg S3Config
+	log *logrus.Entry
+
+	mu      sync.Mutex
+	clients map[clientKey]*minio.Client
 }
 
-// sha256MetaKey is the user-metadata key under which Put records the
-// object's SHA-256, checked after the upload and reported with the artifact.
+// clientKey is what one minio client is bound to.
+type clientKey struct {
+	endpoint, region     string
+	insecure             bool
+	accessKey, secretKey string
+}
+
+// sha256MetaKey is the user-metadata key under which Save records the
+// object's SHA-256, checked after the upload and on every download.
 const sha256MetaKey = "Sha256"
 
-// NewS3 returns a client for cfg's bucket. It does not contact the server.
+// NewS3 returns an S3 driver. It checks cfg.Default's endpoint but does not
+// contact the server.
 func NewS3(cfg S3Config, log *logrus.Entry) (*S3, error) {
-	if cfg.Endpoint == "" || cfg.Bucket == "" {
-		return nil, fmt.Errorf("s3: endpoint %q and bucket %q must both be set (ConfigMap artifactRepository.s3)", cfg.Endpoint, cfg.Bucket)
+	if err := checkEndpoint(cfg.Default.Endpoint); err != nil {
+		return nil, err
 	}
-	if strings.Contains(cfg.Endpoint, "://") {
-		return nil, fmt.Errorf("s3: endpoint %q must be host[:port] without a scheme; set artifactRepository.s3.insecure for plain HTTP", cfg.Endpoint)
-	}
-	if cfg.ProgressEvery == 0 {
-		cfg.ProgressEvery = 5 * time.Second
-	}
-	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure: !cfg.Insecure,
-		Region: cfg.Region,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("s3: create client for %s: %w", cfg.Endpoint, err)
-	}
-	return &S3{cfg: cfg, client: client, log: log.WithField("bucket", cfg.Bucket)}, nil
+	return &S3{cfg: cfg, log: log, clients: map[clientKey]*minio.Client{}}, nil
 }
 
-// Object describes an uploaded object.
-type Object struct {
-	// Key is the object's key in the bucket.
-	Key string
-	// Size is its length in bytes.
-	Size int64
-	// SHA256 is the hex SHA-256 of its content.
-	SHA256 string
-}
-
-// Put uploads the local file at path to key, logging progress for long
-// uploads, then checks that the stored object has the size and SHA-256 of
-// what was sent. The server also verifies a CRC32C checksum of each part.
-func (s *S3) Put(ctx context.Context, key, path string) (Object, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Object{}, fmt.Errorf("s3: upload %s: %w", path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Object{}, fmt.Errorf("s3: upload %s: %w", path, err)
-	}
-	sum, err := fileSHA256(f)
-	if err != nil {
-		return Object{}, fmt.Errorf("s3: hash %s: %w", path, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return Object{}, fmt.Errorf("s3: upload %s: %w", path, err)
-	}
-	prog := newProgress(s.log.WithField("key", key), "upload", st.Size(), s.cfg.ProgressEvery)
-	defer prog.done()
-	_, err = s.client.PutObject(ctx, s.cfg.Bucket, key, f, st.Size(), minio.PutObjectOptions{
-		ContentType:  "application/octet-stream",
-		UserMetadata: map[string]string{sha256MetaKey: sum},
-		Progress:     prog,
-	})
-	if err != nil {
-		return Object{}, s.describe("upload", key, err)
-	}
-	info, err := s.client.StatObject(ctx, s.cfg.Bucket, key, minio.StatObjectOptions{})
-	if err != nil {
-		return Object{}, s.describe("check uploaded object", key, err)
-	}
-	if info.Size != st.Size() {
-		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored %d bytes, sent %d", s.cfg.Bucket, key, info.Size, st.Size())
-	}
-	if got := info.UserMetadata[sha256MetaKey]; got != sum {
-		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored SHA-256 %q, sent %q", s.cfg.Bucket, key, got, sum)
-	}
-	return Object{Key: key, Size: st.Size(), SHA256: sum}, nil
-}
-
-// Get downloads key into the local file at path, creating or truncating it.
-// When the object records a SHA-256 (objects uploaded by Put do), the
-// download is checked against it.
-func (s *S3) Get(ctx context.Context, key, path string) error {
-	obj, err := s.client.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return s.describe("download", key, err)
-	}
-	defer obj.Close()
-	info, err := obj.Stat()
-	if err != nil {
-		return s.describe("download", key, err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("s3: download s3://%s/%s: %w", s.cfg.Bucket, key, err)
-	}
-	h := sha256.New()
-	prog := newProgress(s.log.WithField("key", key), "download", info.Size, s.cfg.ProgressEvery)
-	_, err = io.Copy(io.MultiWriter(f, h, prog), obj)
-	prog.done()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("s3: download s3://%s/%s to %s: %w", s.cfg.Bucket, key, path, err)
-	}
-	if want := info.UserMetadata[sha256MetaKey]; want != "" && want != hex.EncodeToString(h.Sum(nil)) {
-		return fmt.Errorf("s3: download s3://%s/%s: content does not match its recorded SHA-256 %s", s.cfg.Bucket, key, want)
+func checkEndpoint(endpoint string) error {
+	if strings.Contains(endpoint, "://") {
+		return fmt.Errorf("s3: endpoint %q must be host[:port] without a scheme; set insecure: true for plain HTTP", endpoint)
 	}
 	return nil
 }
 
-// ErrNotFound is wrapped by Get errors when the key does not exist.
-var ErrNotFound = errors.New("object not found")
+// location is an artifact's full S3 location, Default filled in.
+func (s *S3) location(art wf.Artifact) (wf.S3Artifact, error) {
+	if art.S3 == nil {
+		return wf.S3Artifact{}, fmt.Errorf("s3: artifact %q has no s3 location", art.Name)
+	}
+	loc, def := *art.S3, s.cfg.Default
+	if loc.Endpoint == "" {
+		loc.Endpoint = def.Endpoint
+	}
+	if loc.Endpoint == def.Endpoint {
+		if loc.Bucket == "" {
+			loc.Bucket = def.Bucket
+		}
+		if loc.Region == "" {
+			loc.Region = def.Region
+		}
+		if loc.Insecure == nil {
+			loc.Insecure = def.Insecure
+		}
+		if loc.AccessKeySecret == nil {
+			loc.AccessKeySecret = def.AccessKeySecret
+		}
+		if loc.SecretKeySecret == nil {
+			loc.SecretKeySecret = def.SecretKeySecret
+		}
+	}
+	if loc.Endpoint == "" || loc.Bucket == "" || loc.Key == "" {
+		return wf.S3Artifact{}, fmt.Errorf("s3: artifact %q: endpoint %q, bucket %q and key %q must all be set, on the artifact or by the artifact repository", art.Name, loc.Endpoint, loc.Bucket, loc.Key)
+	}
+	if err := checkEndpoint(loc.Endpoint); err != nil {
+		return wf.S3Artifact{}, err
+	}
+	return loc, nil
+}
+
+// client returns the cached client for loc's endpoint and keys.
+func (s *S3) client(ctx context.Context, loc wf.S3Artifact) (*minio.Client, error) {
+	k := clientKey{endpoint: loc.Endpoint, region: loc.Region, insecure: loc.Insecure != nil && *loc.Insecure}
+	if s.cfg.Credentials != nil {
+		var err error
+		if k.accessKey, k.secretKey, err = s.cfg.Credentials.S3Keys(ctx, loc.S3Bucket); err != nil {
+			return nil, fmt.Errorf("s3: %w", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[k]; ok {
+		return c, nil
+	}
+	c, err := minio.New(k.endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(k.accessKey, k.secretKey, ""),
+		Secure: !k.insecure,
+		Region: k.region,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3: create client for %s: %w", k.endpoint, err)
+	}
+	s.clients[k] = c
+	return c, nil
+}
+
+// Save uploads the local file at localPath to the artifact's s3 location,
+// logging progress for long uploads, then checks that the stored object has
+// the size and SHA-256 of what was sent. The server also verifies a CRC32C
+// checksum of each part.
+func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error) {
+	loc, err := s.location(art)
+	if err != nil {
+		return Object{}, err
+	}
+	c, err := s.client(ctx, loc)
+	if err != nil {
+		return Object{}, err
+	}
+	f, err := os.Open(localPath)
+	if err != nil {
+		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
+	}
+	sum, err := fileSHA256(f)
+	if err != nil {
+		return Object{}, fmt.Errorf("s3: hash %s: %w", localPath, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
+	}
+	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "upload", st.Size())
+	_, err = c.PutObject(ctx, loc.Bucket, loc.Key, f, st.Size(), minio.PutObjectOptions{
+		ContentType:  "application/octet-stream",
+		UserMetadata: map[string]string{sha256MetaKey: sum},
+		Progress:     prog,
+	})
+	prog.Done()
+	if err != nil {
+		return Object{}, describe("upload", loc, err)
+	}
+	info, err := c.StatObject(ctx, loc.Bucket, loc.Key, minio.StatObjectOptions{})
+	if err != nil {
+		return Object{}, describe("check uploaded object", loc, err)
+	}
+	if info.Size != st.Size() {
+		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored %d bytes, sent %d", loc.Bucket, loc.Key, info.Size, st.Size())
+	}
+	if got := info.UserMetadata[sha256MetaKey]; got != sum {
+		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored SHA-256 %q, sent %q", loc.Bucket, loc.Key, got, sum)
+	}
+	return Object{Key: loc.Key, Size: st.Size(), SHA256: sum}, nil
+}
+
+// Load downloads the artifact's object into the local file at localPath,
+// creating or truncating it. When the object records a SHA-256 (objects
+// uploaded by Save do), the download is checked against it. A missing key
+// is an error wrapping ErrNotFound.
+func (s *S3) Load(ctx context.Context, art wf.Artifact, localPath string) error {
+	loc, err := s.location(art)
+	if err != nil {
+		return err
+	}
+	c, err := s.client(ctx, loc)
+	if err != nil {
+		return err
+	}
+	obj, err := c.GetObject(ctx, loc.Bucket, loc.Key, minio.GetObjectOptions{})
+	if err != nil {
+		return describe("download", loc, err)
+	}
+	defer obj.Close()
+	info, err := obj.Stat()
+	if err != nil {
+		return describe("download", loc, err)
+	}
+	f, err := os.Create(localPath)
+	if err != nil {
+		return fmt.Errorf("s3: download s3://%s/%s: %w", loc.Bucket, loc.Key, err)
+	}
+	h := sha256.New()
+	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "download", info.Size)
+	_, err = io.Copy(io.MultiWriter(f, h, prog), obj)
+	prog.Done()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("s3: download s3://%s/%s to %s: %w", loc.Bucket, loc.Key, localPath, err)
+	}
+	if want := info.UserMetadata[sha256MetaKey]; want != "" && want != hex.EncodeToString(h.Sum(nil)) {
+		return fmt.Errorf("s3: download s3://%s/%s: content does not match its recorded SHA-256 %s", loc.Bucket, loc.Key, want)
+	}
+	return nil
+}
 
 // describe turns an S3 error into one that says what to check.
-func (s *S3) describe(op, key string, err error) error {
-	where := fmt.Sprintf("s3: %s s3://%s/%s at %s", op, s.cfg.Bucket, key, s.cfg.Endpoint)
+func describe(op string, loc wf.S3Artifact, err error) error {
+	where := fmt.Sprintf("s3: %s s3://%s/%s at %s", op, loc.Bucket, loc.Key, loc.Endpoint)
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.Code == "NoSuchKey":
 		return fmt.Errorf("%s: %w", where, ErrNotFound)
 	case resp.Code == "NoSuchBucket":
-		return fmt.Errorf("%s: bucket does not exist; create it or fix artifactRepository.s3.bucket: %w", where, err)
+		return fmt.Errorf("%s: bucket does not exist; create it or fix the bucket (artifactRepository.s3.bucket, archiveLocation.s3.bucket or the artifact's s3.bucket): %w", where, err)
 	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%s: credentials refused; check the secrets named by artifactRepository.s3.accessKeySecret and secretKeySecret: %w", where, err)
+		return fmt.Errorf("%s: credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.s3, archiveLocation.s3 or the artifact's s3): %w", where, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
@@ -179,3 +248,6 @@ func fileSHA256(r io.Reader) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// errNoS3 is returned for s3 artifacts when no S3 driver is configured.
+var errNoS3 = errors.New("no S3 repository is configured: set artifactRepository.s3 in the workflow-controller ConfigMap (or archiveLocation.s3 on the template)")

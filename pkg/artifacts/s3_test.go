@@ -13,18 +13,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	corev1 "k8s.io/api/core/v1"
+	testclock "k8s.io/utils/clock/testing"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // fakeS3 stores objects in memory and can be told to lose bytes or to lie
 // about metadata, so the checks in Put and Get have something to catch.
 type fakeS3 struct {
 	mu       sync.Mutex
-	objects  map[string][]byte
+	objects  map[string][]byte // by BUCKET/KEY
 	meta     map[string]string
 	truncate bool
 	denied   bool
+	// accessKeys are the access key IDs requests were signed with.
+	accessKeys []string
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +43,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
 		return
 	}
-	key := strings.TrimPrefix(r.URL.Path, "/bkt/")
+	if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok {
+		id, _, _ := strings.Cut(cred, "/")
+		f.accessKeys = append(f.accessKeys, id)
+	}
+	key := strings.TrimPrefix(r.URL.Path, "/")
 	switch r.Method {
 	case http.MethodPut:
 		b, _ := io.ReadAll(r.Body)
@@ -69,19 +81,36 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// newFake serves a fakeS3 and returns an S3 driver whose default bucket is
+// its "bkt", signing with the keys "a" and "s".
 func newFake(t *testing.T) (*fakeS3, *S3) {
 	t.Helper()
-	f := &fakeS3{objects: map[string][]byte{}, meta: map[string]string{}}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	s, err := NewS3(S3Config{Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "bkt", Region: "us-east-1", Insecure: true, AccessKey: "a", SecretKey: "s"}, logrus.NewEntry(l))
+	f, endpoint := serveFake(t)
+	s, err := NewS3(S3Config{Default: wf.S3Bucket{Endpoint: endpoint, Bucket: "bkt", Region: "us-east-1", Insecure: ptr(true)}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, s
 }
+
+// serveFake serves a new fakeS3 and returns it with its host:port.
+func serveFake(t *testing.T) (*fakeS3, string) {
+	f := &fakeS3{objects: map[string][]byte{}, meta: map[string]string{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, strings.TrimPrefix(srv.URL, "http://")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func discard() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// s3Art is an artifact at key of the driver's default bucket.
+func s3Art(key string) wf.Artifact { return wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: key}} }
 
 func writeFile(t *testing.T, body string) string {
 	t.Helper()
@@ -94,7 +123,7 @@ func writeFile(t *testing.T, body string) string {
 
 func TestS3PutGetRoundTrip(t *testing.T) {
 	_, s := newFake(t)
-	obj, err := s.Put(context.Background(), "wf/pod/a.tgz", writeFile(t, "hello artifact"))
+	obj, err := s.Save(context.Background(), writeFile(t, "hello artifact"), s3Art("wf/pod/a.tgz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +132,7 @@ func TestS3PutGetRoundTrip(t *testing.T) {
 		t.Errorf("object = %+v", obj)
 	}
 	dest := filepath.Join(t.TempDir(), "out")
-	if err := s.Get(context.Background(), "wf/pod/a.tgz", dest); err != nil {
+	if err := s.Load(context.Background(), s3Art("wf/pod/a.tgz"), dest); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(dest); string(b) != "hello artifact" {
@@ -119,29 +148,32 @@ func TestS3Errors(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name:    "server stores fewer bytes than sent",
-			setup:   func(f *fakeS3) { f.truncate = true },
-			op:      func(s *S3) error { _, err := s.Put(context.Background(), "k", writeFile(t, "0123456789")); return err },
+			name:  "server stores fewer bytes than sent",
+			setup: func(f *fakeS3) { f.truncate = true },
+			op: func(s *S3) error {
+				_, err := s.Save(context.Background(), writeFile(t, "0123456789"), s3Art("k"))
+				return err
+			},
 			wantErr: "s3: check uploaded object s3://bkt/k: stored 5 bytes, sent 10",
 		},
 		{
 			name:    "credentials refused",
 			setup:   func(f *fakeS3) { f.denied = true },
-			op:      func(s *S3) error { _, err := s.Put(context.Background(), "k", writeFile(t, "x")); return err },
-			wantErr: "credentials refused; check the secrets named by artifactRepository.s3.accessKeySecret",
+			op:      func(s *S3) error { _, err := s.Save(context.Background(), writeFile(t, "x"), s3Art("k")); return err },
+			wantErr: "credentials refused; check the secrets named by accessKeySecret and secretKeySecret",
 		},
 		{
 			name:    "missing key",
-			op:      func(s *S3) error { return s.Get(context.Background(), "nope", filepath.Join(t.TempDir(), "x")) },
+			op:      func(s *S3) error { return s.Load(context.Background(), s3Art("nope"), filepath.Join(t.TempDir(), "x")) },
 			wantErr: "object not found",
 		},
 		{
 			name: "download does not match the recorded checksum",
 			setup: func(f *fakeS3) {
-				f.objects["k"] = []byte("tampered")
-				f.meta["k"] = strings.Repeat("0", 64)
+				f.objects["bkt/k"] = []byte("tampered")
+				f.meta["bkt/k"] = strings.Repeat("0", 64)
 			},
-			op:      func(s *S3) error { return s.Get(context.Background(), "k", filepath.Join(t.TempDir(), "x")) },
+			op:      func(s *S3) error { return s.Load(context.Background(), s3Art("k"), filepath.Join(t.TempDir(), "x")) },
 			wantErr: "content does not match its recorded SHA-256",
 		},
 	}
@@ -160,7 +192,7 @@ func TestS3Errors(t *testing.T) {
 }
 
 func TestNewS3RejectsScheme(t *testing.T) {
-	_, err := NewS3(S3Config{Endpoint: "http://s3:9000", Bucket: "b"}, logrus.NewEntry(logrus.New()))
+	_, err := NewS3(S3Config{Default: wf.S3Bucket{Endpoint: "http://s3:9000", Bucket: "b"}}, discard())
 	if err == nil || !strings.Contains(err.Error(), "without a scheme") {
 		t.Fatalf("err = %v", err)
 	}
@@ -186,4 +218,112 @@ func decodeAWSChunked(b []byte) []byte {
 		b = []byte(rest[size+2:])
 	}
 	return out
+}
+
+// TestS3ArtifactOwnLocation: an artifact that names its own endpoint and
+// bucket goes there, signed with the keys Credentials gives for it, over a
+// client made once per endpoint and keys.
+func TestS3ArtifactOwnLocation(t *testing.T) {
+	repo, s := newFake(t)
+	other, endpoint := serveFake(t)
+	secrets := t.TempDir()
+	for name, body := range map[string]string{"other/ak": "other-access\n", "other/sk": "other-secret\n"} {
+		if err := os.MkdirAll(filepath.Join(secrets, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(secrets, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.cfg.Credentials = SecretFiles{Root: secrets}
+	s.cfg.Default.AccessKeySecret = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "repo"}, Key: "ak"}
+	own := wf.Artifact{Name: "own", S3: &wf.S3Artifact{Key: "p/own.tgz", S3Bucket: wf.S3Bucket{
+		Endpoint: endpoint, Bucket: "elsewhere", Region: "eu-west-1", Insecure: ptr(true),
+		AccessKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}, Key: "ak"},
+		SecretKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}, Key: "sk"},
+	}}}
+	for range 2 {
+		if _, err := s.Save(context.Background(), writeFile(t, "own"), own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Load(context.Background(), own, filepath.Join(t.TempDir(), "x")); err != nil {
+		t.Fatal(err)
+	}
+	if string(other.objects["elsewhere/p/own.tgz"]) != "own" || len(repo.objects) != 0 {
+		t.Errorf("other endpoint holds %v, repository %v; want the object on the other endpoint only", other.objects, repo.objects)
+	}
+	for _, k := range other.accessKeys {
+		if k != "other-access" {
+			t.Fatalf("request signed with access key %q, want the artifact's secret's other-access", k)
+		}
+	}
+	if len(s.clients) != 1 {
+		t.Errorf("%d clients for one endpoint and keys, want 1", len(s.clients))
+	}
+	// The repository's artifact, with the repository's secret (not mounted).
+	_, err := s.Save(context.Background(), writeFile(t, "x"), s3Art("k"))
+	if err == nil || !strings.Contains(err.Error(), `key "ak" of secret "repo" is not mounted at `+filepath.Join(secrets, "repo", "ak")) {
+		t.Errorf("err = %v; want the missing repository secret named", err)
+	}
+}
+
+func TestS3LocationErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		art     wf.Artifact
+		wantErr string
+	}{
+		{name: "no key", art: s3Art(""), wantErr: `key "" must all be set`},
+		{name: "scheme in the artifact's endpoint", art: wf.Artifact{S3: &wf.S3Artifact{Key: "k", S3Bucket: wf.S3Bucket{Endpoint: "https://x", Bucket: "b"}}}, wantErr: "without a scheme"},
+		{name: "other endpoint, no bucket", art: wf.Artifact{S3: &wf.S3Artifact{Key: "k", S3Bucket: wf.S3Bucket{Endpoint: "x:9000"}}}, wantErr: `bucket ""`},
+		{name: "not s3", art: wf.Artifact{Name: "h", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, wantErr: `artifact "h" has no s3 location`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, s := newFake(t)
+			err := s.Load(context.Background(), tt.art, filepath.Join(t.TempDir(), "x"))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestS3Progress: uploads and downloads report through Progress (a clock
+// that moves one interval per reading makes every write a progress line).
+func TestS3Progress(t *testing.T) {
+	_, s := newFake(t)
+	log, hook := logtest.NewNullLogger()
+	s.log = logrus.NewEntry(log)
+	s.cfg.Progress = ProgressConfig{Clock: &steppingClock{FakeClock: testclock.NewFakeClock(time.Unix(0, 0)), step: time.Second}, Every: time.Second}
+	if _, err := s.Save(context.Background(), writeFile(t, "payload"), s3Art("k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(context.Background(), s3Art("k"), filepath.Join(t.TempDir(), "x")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, e := range hook.AllEntries() {
+		got[e.Message]++
+		if e.Data["key"] != "k" || e.Data["bucket"] != "bkt" {
+			t.Errorf("%q has fields %v; want bucket and key", e.Message, e.Data)
+		}
+	}
+	for _, m := range []string{"upload in progress", "upload finished", "download in progress", "download finished"} {
+		if got[m] == 0 {
+			t.Errorf("no %q line; got %v", m, got)
+		}
+	}
+}
+
+// steppingClock is a fake clock that moves step forward each time it is read.
+type steppingClock struct {
+	*testclock.FakeClock
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.Step(c.step)
+	return c.FakeClock.Now()
 }

@@ -1,0 +1,199 @@
+// Package artifacts moves artifacts between local files and where they are
+// stored: S3-compatible buckets (S3), URLs (HTTP, download only) and data
+// inline in the template (raw). Each kind is a Driver; a Store picks the
+// driver by the artifact's location, applies the caller's bucket policy,
+// and unpacks tarballs on load. Every transfer reports through one Progress.
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// Driver moves artifacts of one location kind (s3, http, raw) between where
+// they are stored and local files. S3, HTTP and the Store itself implement it.
+type Driver interface {
+	// Load fetches the object at the artifact's location into the local
+	// file localPath, as stored (a Driver does not unpack; a Store does).
+	Load(ctx context.Context, art wf.Artifact, localPath string) error
+	// Save stores the local file localPath at the artifact's location.
+	Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error)
+}
+
+// Object describes a stored object.
+type Object struct {
+	// Key is the object's key in its bucket.
+	Key string
+	// Size is its length in bytes.
+	Size int64
+	// SHA256 is the hex SHA-256 of its content.
+	SHA256 string
+}
+
+// ErrNotFound is wrapped by Load errors when the artifact does not exist
+// (an S3 key that is not there, an HTTP 404): an optional input may be
+// absent.
+var ErrNotFound = errors.New("object not found")
+
+// ErrNotSupported is wrapped by errors for what a driver cannot do, such as
+// saving to an HTTP URL.
+var ErrNotSupported = errors.New("not supported")
+
+// BucketPolicy says whether an s3 artifact may be loaded from or saved to
+// its location; a refusal is an error that says why.
+type BucketPolicy func(loc *wf.S3Artifact) error
+
+// RepositoryOnly allows only the repository's bucket: an artifact that
+// names another endpoint or bucket is refused. Our controller passes only
+// the repository's keys, so another bucket could not be reached anyway.
+func RepositoryOnly(repo wf.S3Bucket) BucketPolicy {
+	return func(loc *wf.S3Artifact) error {
+		if (loc.Bucket != "" && loc.Bucket != repo.Bucket) || (loc.Endpoint != "" && loc.Endpoint != repo.Endpoint) {
+			return fmt.Errorf("s3://%s/%s at %s is not in the artifact repository (s3://%s at %s): only the repository's bucket is allowed, whose credentials this pod holds",
+				loc.Bucket, loc.Key, loc.Endpoint, repo.Bucket, repo.Endpoint)
+		}
+		return nil
+	}
+}
+
+// StoreConfig holds a Store's drivers and policy.
+type StoreConfig struct {
+	// S3 moves s3 artifacts (an *S3); nil makes them an error that says to
+	// configure a repository.
+	S3 Driver
+	// HTTP downloads http artifacts; nil means NewHTTP(HTTPConfig{}, log).
+	HTTP Driver
+	// Allow checks every s3 location before it is used; nil allows any.
+	Allow BucketPolicy
+}
+
+// Store loads and saves artifacts wherever they live, picking the driver by
+// the artifact's location. It implements Driver, with Load also unpacking.
+type Store struct {
+	s3, http, raw Driver
+	allow         BucketPolicy
+}
+
+// NewStore returns a Store over cfg's drivers.
+func NewStore(cfg StoreConfig, log *logrus.Entry) *Store {
+	if cfg.HTTP == nil {
+		cfg.HTTP = NewHTTP(HTTPConfig{}, log)
+	}
+	return &Store{s3: cfg.S3, http: cfg.HTTP, raw: raw{}, allow: cfg.Allow}
+}
+
+// driver picks the driver for art's location.
+func (s *Store) driver(art wf.Artifact) (Driver, error) {
+	switch {
+	case art.S3 != nil:
+		if s.s3 == nil {
+			return nil, errNoS3
+		}
+		if s.allow != nil {
+			if err := s.allow(art.S3); err != nil {
+				return nil, err
+			}
+		}
+		return s.s3, nil
+	case art.HTTP != nil:
+		return s.http, nil
+	case art.Raw != nil:
+		return s.raw, nil
+	}
+	return nil, fmt.Errorf("artifact %q: no location argoexec can use: set one of s3, http or raw", art.Name)
+}
+
+// Load puts the artifact at dest, whose parent directory must exist: a raw
+// artifact's data as is; a fetched object unpacked when it is a tarball
+// (gzip) unless the artifact says `archive: none`, a tarball of one entry
+// becoming that entry (a file or a directory, as it was archived), and of
+// several a directory of them; else the object itself. Unpacking refuses
+// entries that would land outside dest (pkg/archive). A missing artifact is
+// an error wrapping ErrNotFound.
+func (s *Store) Load(ctx context.Context, art wf.Artifact, dest string) error {
+	d, err := s.driver(art)
+	if err != nil {
+		return err
+	}
+	if art.Raw != nil {
+		return d.Load(ctx, art, dest)
+	}
+	// Fetch next to dest, so the final rename stays on one filesystem.
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".load-"+filepath.Base(dest)+"-")
+	if err != nil {
+		return fmt.Errorf("load to %s: %w", dest, err)
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "download")
+	if err := d.Load(ctx, art, file); err != nil {
+		return err
+	}
+	if art.Archive != nil && art.Archive.None != nil {
+		return rename(file, dest)
+	}
+	gz, err := isGzipFile(file)
+	if err != nil {
+		return err
+	}
+	if !gz {
+		return rename(file, dest) // not a tarball: the file is the artifact
+	}
+	return unpack(ctx, file, tmp, dest)
+}
+
+// Save stores the local file localPath at the artifact's location (s3; an
+// http or raw artifact cannot be saved).
+func (s *Store) Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error) {
+	d, err := s.driver(art)
+	if err != nil {
+		return Object{}, err
+	}
+	return d.Save(ctx, localPath, art)
+}
+
+// Put stores the local file localPath at key in the default S3 bucket
+// (S3Config.Default), for callers that address the repository by key.
+func (s *Store) Put(ctx context.Context, key, localPath string) (Object, error) {
+	return s.Save(ctx, localPath, wf.Artifact{Name: key, S3: &wf.S3Artifact{Key: key}})
+}
+
+// Get fetches key of the default S3 bucket into the local file localPath,
+// as stored.
+func (s *Store) Get(ctx context.Context, key, localPath string) error {
+	art := wf.Artifact{Name: key, S3: &wf.S3Artifact{Key: key}}
+	d, err := s.driver(art)
+	if err != nil {
+		return err
+	}
+	return d.Load(ctx, art, localPath)
+}
+
+func rename(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("move the artifact to %s: %w", to, err)
+	}
+	return nil
+}
+
+// raw is the driver for data written in the template.
+type raw struct{}
+
+// Load writes the artifact's data to localPath.
+func (raw) Load(_ context.Context, art wf.Artifact, localPath string) error {
+	if err := os.WriteFile(localPath, []byte(art.Raw.Data), 0o644); err != nil {
+		return fmt.Errorf("raw: write %s: %w", localPath, err)
+	}
+	return nil
+}
+
+// Save refuses: raw data lives in the template.
+func (raw) Save(_ context.Context, _ string, art wf.Artifact) (Object, error) {
+	return Object{}, fmt.Errorf("raw: artifact %q: %w: raw artifacts are inputs only; store outputs in s3", art.Name, ErrNotSupported)
+}
