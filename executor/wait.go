@@ -33,13 +33,14 @@ var ErrOutputMissing = errors.New("output path does not exist")
 // never the report of those it could.
 func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	var errs stepErrors
-	start := time.Now()
+	clk := we.cfg.Clock
+	start := clk.Now()
 	window := we.waitMain(ctx, &errs)
 	msg := "main exited; collecting outputs"
 	if window.saving() {
 		msg = "saving what exists (main did not exit by itself)"
 	}
-	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info(msg)
+	we.log.WithField("elapsed", clk.Since(start).Round(time.Millisecond)).Info(msg)
 
 	collectCtx, cancelCollect := window.collect(ctx)
 	out := &wf.NodeOutputs{}
@@ -50,7 +51,7 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	errs.add("collect output artifacts", we.collectArtifacts(collectCtx, out))
 	cancelCollect()
 
-	reportCtx, cancelReport := window.report(ctx, time.Now())
+	reportCtx, cancelReport := window.report(ctx, clk.Now())
 	defer cancelReport()
 	if we.reporter != nil {
 		errs.add("report outputs", we.reporter.Report(reportCtx, out))
@@ -62,7 +63,7 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 		}
 		errs.add("stop sidecars", we.stopSidecars(sidecarCtx))
 	}
-	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("wait finished")
+	we.log.WithField("elapsed", clk.Since(start).Round(time.Millisecond)).Info("wait finished")
 	return errs.err()
 }
 
@@ -83,7 +84,7 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 	if err == nil {
 		return window
 	}
-	window.start = time.Now()
+	window.start = we.cfg.Clock.Now()
 	switch {
 	case ctx.Err() != nil && we.cfg.Protocol.SignalStopsMain:
 		errs.add("wait for main", fmt.Errorf("stopped by the controller (%w) while main was running; stopping main and saving what exists", context.Cause(ctx)))
@@ -111,7 +112,7 @@ func (we *WorkflowExecutor) deadline() (time.Time, string) {
 	var at time.Time
 	var why string
 	if d := we.cfg.Template.ActiveDeadlineSeconds; d != nil && *d > 0 {
-		at, why = time.Now().Add(time.Duration(*d)*time.Second), fmt.Sprintf("the template's activeDeadlineSeconds (%ds)", *d)
+		at, why = we.cfg.Clock.Now().Add(time.Duration(*d)*time.Second), fmt.Sprintf("the template's activeDeadlineSeconds (%ds)", *d)
 	}
 	if p := we.cfg.Protocol.Deadline; !p.IsZero() && (at.IsZero() || p.Before(at)) {
 		at, why = p, "the workflow's deadline ("+p.UTC().Format(time.RFC3339)+")"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
@@ -99,6 +100,10 @@ type WorkflowConfig struct {
 	// ProgressEvery is how often a long output archive logs its size and
 	// rate; zero means 5 s.
 	ProgressEvery time.Duration
+	// Clock tells the time the save window and the deadline are measured
+	// from; nil means the real clock. (Context deadlines still expire on
+	// the real one.)
+	Clock clock.PassiveClock
 	// StopTimeout bounds stopping main after the template's deadline (Kill
 	// with half of KillGrace, and the status reads around it), within
 	// SaveTimeout; zero means KillGrace.
@@ -135,6 +140,9 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, s
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = cfg.KillGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.MainCtrFS == "" {
 		cfg.MainCtrFS = wf.MainCtrFSPath

@@ -20,6 +20,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
@@ -699,24 +701,26 @@ func TestArchiveProgress(t *testing.T) {
 
 // TestWaitReportAfterLongCollection: outside the save path, collecting may
 // take longer than SaveTimeout (a big artifact); the report's time starts
-// when the report does.
+// when the report does, not when collecting did.
 func TestWaitReportAfterLongCollection(t *testing.T) {
 	tmpl := &wf.Template{Container: &corev1.Container{}, Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "big", Path: "/tmp/big"}}}}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
 	fake := &executortest.Fake{
 		CopyFileFunc: func(_ context.Context, _, _, dest string, _ int) error {
-			time.Sleep(300 * time.Millisecond) // longer than SaveTimeout below
+			clk.SetTime(clk.Now().Add(time.Hour)) // a long copy
 			return os.WriteFile(dest, tgzOf(t, map[string]string{"big": "data"}), 0o644)
 		},
 	}
-	var reportCtxErr error
-	rep := &ctxRecorder{check: func(ctx context.Context) { reportCtxErr = ctx.Err() }}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), SaveTimeout: 100 * time.Millisecond},
+	var deadline time.Time
+	rep := &ctxRecorder{check: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
+	save := 20 * time.Second
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), SaveTimeout: save, Clock: clk},
 		fake, &memStore{}, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if rep.got == nil || reportCtxErr != nil || len(rep.got.Artifacts) != 1 {
-		t.Errorf("report: outputs %+v, its context's error %v; want the artifact reported with time left", rep.got, reportCtxErr)
+	if want := clk.Now().Add(save); rep.got == nil || len(rep.got.Artifacts) != 1 || !deadline.Equal(want) {
+		t.Errorf("report: outputs %+v, deadline %v; want the artifact reported by %v (SaveTimeout after the copy ended)", rep.got, deadline, want)
 	}
 }
 
