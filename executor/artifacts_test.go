@@ -1,0 +1,117 @@
+package executor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/executortest"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+)
+
+// TestInitInputsOnVolumes: under a protocol with InputsOnVolumes, an input
+// whose path is on one of main's volumes is written through the volume's
+// mirror; any other input, and every input without it, goes to
+// InputArtifacts/NAME.
+func TestInitInputsOnVolumes(t *testing.T) {
+	tests := []struct {
+		name     string
+		onVolume bool
+		want     map[string]string // artifact name -> where, relative to the test's root
+	}{
+		{name: "our protocol", want: map[string]string{"vol": "inputs/vol", "tmp": "inputs/tmp"}},
+		{name: "inputs on volumes", onVolume: true, want: map[string]string{"vol": "mainctrfs/work/in/vol.txt", "tmp": "inputs/tmp"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			tmpl := scriptTemplate() // main mounts /work
+			tmpl.Inputs.Artifacts = []wf.Artifact{
+				{Name: "vol", Path: "/work/in/vol.txt", Raw: &wf.RawArtifact{Data: "vol"}},
+				{Name: "tmp", Path: "/tmp/tmp.txt", Raw: &wf.RawArtifact{Data: "tmp"}},
+			}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{
+				Template: tmpl, Protocol: executor.Protocol{InputsOnVolumes: tt.onVolume},
+				MainCtrFS: filepath.Join(root, "mainctrfs"), InputArtifacts: filepath.Join(root, "inputs"), VarRunArgo: t.TempDir(),
+			}, nil, nil, nil, testLog())
+			if err := we.Init(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for name, rel := range tt.want {
+				if b, err := os.ReadFile(filepath.Join(root, rel)); err != nil || string(b) != name {
+					t.Errorf("%s at %s: %q, %v", name, rel, b, err)
+				}
+			}
+		})
+	}
+}
+
+// driverStore is a store that is also an ArtifactDriver: the flows hand it
+// whole artifacts, locations filled in, and use it as is.
+type driverStore struct {
+	mu    sync.Mutex
+	saved []wf.Artifact
+	memStore
+}
+
+func (d *driverStore) Load(_ context.Context, art wf.Artifact, dest string) error {
+	return os.WriteFile(dest, []byte("loaded "+art.Name), 0o644)
+}
+
+func (d *driverStore) Save(_ context.Context, _ string, art wf.Artifact) (artifacts.Object, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.saved = append(d.saved, art)
+	return artifacts.Object{Key: art.S3.Key}, nil
+}
+
+func TestArtifactsThroughDriver(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Inputs.Artifacts = []wf.Artifact{{Name: "in", Path: "/in", HTTP: &wf.HTTPArtifact{URL: "http://unused"}}}
+	tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "out", Path: "/work/out.txt"}}
+	d := &driverStore{}
+	inputs := t.TempDir()
+	cfg := executor.WorkflowConfig{
+		Template: tmpl, Repository: repo(), WorkflowName: "wf", PodName: "pod", InputArtifacts: inputs, VarRunArgo: t.TempDir(),
+		MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"}),
+	}
+	if err := executor.NewWorkflowExecutor(cfg, nil, d, nil, testLog()).Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inputs, "in")); string(b) != "loaded in" {
+		t.Errorf("input = %q; want the driver's", b)
+	}
+	rep := &recorder{}
+	if err := executor.NewWorkflowExecutor(cfg, &executortest.Fake{}, d, rep, testLog()).Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.saved) != 1 || d.saved[0].S3 == nil || d.saved[0].S3.Endpoint != "s3:7070" || d.saved[0].S3.Bucket != "b" || d.saved[0].S3.Key != "wf/pod/out.tgz" {
+		t.Fatalf("saved %+v; want out at s3://b/wf/pod/out.tgz on s3:7070", d.saved)
+	}
+	if len(rep.got.Artifacts) != 1 || *rep.got.Artifacts[0].S3 != *d.saved[0].S3 {
+		t.Errorf("reported %+v; want the saved location", rep.got.Artifacts)
+	}
+}
+
+// TestInitWithoutStore: with no store, raw and http inputs still load; an
+// s3 one says what to configure.
+func TestInitWithoutStore(t *testing.T) {
+	tmpl := scriptTemplate()
+	tmpl.Inputs.Artifacts = []wf.Artifact{
+		{Name: "raw", Path: "/in/raw", Raw: &wf.RawArtifact{Data: "r"}},
+		{Name: "s3", Path: "/in/s3", S3: &wf.S3Artifact{Key: "k"}},
+	}
+	inputs := t.TempDir()
+	err := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, InputArtifacts: inputs, VarRunArgo: t.TempDir()}, nil, nil, nil, testLog()).Init(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `input artifact "s3": no S3 repository is configured`) {
+		t.Errorf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inputs, "raw")); string(b) != "r" {
+		t.Errorf("raw = %q", b)
+	}
+}
