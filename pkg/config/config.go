@@ -1,6 +1,7 @@
 // Package config holds the controller's ConfigMap (workflow-controller-configmap,
-// key `config`): its types, defaults, validation, loading, and the choice of
-// container runtime executor for a workflow.
+// in Argo's per-key layout or the legacy single key `config`): its types,
+// defaults, validation, loading, and the choice of container runtime
+// executor for a workflow.
 package config
 
 import (
@@ -14,14 +15,12 @@ import (
 const (
 	// ConfigMapName is the ConfigMap the controller reads.
 	ConfigMapName = "workflow-controller-configmap"
-	// ConfigKey is the ConfigMap data key holding the YAML configuration.
+	// ConfigKey is the ConfigMap data key that holds the whole configuration
+	// as one YAML document (the legacy layout). Without it, each data key is
+	// one top-level key whose value is YAML (Argo's per-key layout).
 	ConfigKey = "config"
 	// DefaultExecutorImage is the argoexec image used when executor.image is unset.
 	DefaultExecutorImage = "argoexec:dev"
-	// DefaultKubeletPort is the kubelet's HTTPS port.
-	DefaultKubeletPort = 10250
-	// DefaultDockerSockPath is where the Docker Engine socket is on the node.
-	DefaultDockerSockPath = "/var/run/docker.sock"
 )
 
 // Config is the controller's configuration: which container runtime
@@ -52,6 +51,11 @@ type Config struct {
 	Executor corev1.Container `json:"executor,omitempty"`
 	// ArtifactRepository is where output artifacts are uploaded.
 	ArtifactRepository workflow.ArtifactRepository `json:"artifactRepository,omitempty"`
+
+	// Ignored lists the keys of Argo's controller configuration that were
+	// set and that this controller does not use (see ArgoIgnoredKeys), for
+	// the controller to log; it is not itself a key.
+	Ignored []string `json:"-"`
 }
 
 // ExecutorSelector picks backend Name for workflows whose labels match Selector.
@@ -75,13 +79,13 @@ func (c *Config) SetDefaults() {
 		c.ContainerRuntimeExecutor = workflow.ExecutorK8sAPI
 	}
 	if c.KubeletPort == 0 {
-		c.KubeletPort = DefaultKubeletPort
+		c.KubeletPort = workflow.DefaultKubeletPort
 	}
 	if c.SidecarMode == "" {
 		c.SidecarMode = workflow.SidecarModeNative
 	}
 	if c.DockerSockPath == "" {
-		c.DockerSockPath = DefaultDockerSockPath
+		c.DockerSockPath = workflow.DefaultDockerSockPath
 	}
 	if c.Executor.Image == "" {
 		c.Executor.Image = DefaultExecutorImage

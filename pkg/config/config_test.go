@@ -118,6 +118,14 @@ func TestBadInput(t *testing.T) {
 			[]string{"artifactRepository.s3.keyFormat: unknown variable workflow.uid"}},
 		{"unknown s3 field", "artifactRepository:\n  s3: {bucket: b, endpoint: e, bukket: c}\n", []string{`unknown field "artifactRepository.s3.bukket"`}},
 		{"two bad keys", "kubeletPort: 70000\nsidecarMode: x\n", []string{"kubeletPort: 70000", "sidecarMode: unknown mode"}},
+		{"not a map", "- kubeletPort\n", []string{"want a map of keys"}},
+		{"archiveLogs", "artifactRepository: {archiveLogs: true}\n", []string{"artifactRepository.archiveLogs: not supported by workflow-controller; Argo's controller handles it"}},
+		{"gcs repository", "artifactRepository: {gcs: {bucket: b}}\n", []string{"artifactRepository.gcs: not supported by workflow-controller", "artifactRepository.s3"}},
+		{"s3 roleARN", "artifactRepository:\n  s3: {bucket: b, endpoint: e, roleARN: 'arn:x'}\n", []string{"artifactRepository.s3.roleARN: not supported by workflow-controller"}},
+		{"s3 useSDKCreds", "artifactRepository:\n  s3: {bucket: b, endpoint: e, useSDKCreds: true}\n", []string{"artifactRepository.s3.useSDKCreds: not supported"}},
+		{"s3 encryption", "artifactRepository:\n  s3: {bucket: b, endpoint: e, encryptionOptions: {enableEncryption: true}}\n", []string{"artifactRepository.s3.encryptionOptions: not supported"}},
+		{"s3 create bucket", "artifactRepository:\n  s3: {bucket: b, endpoint: e, createBucketIfNotPresent: {}}\n", []string{"artifactRepository.s3.createBucketIfNotPresent: not supported"}},
+		{"s3 key prefix", "artifactRepository:\n  s3: {bucket: b, endpoint: e, keyPrefix: p}\n", []string{"artifactRepository.s3.keyPrefix: not supported", "use keyFormat"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.in))
@@ -132,6 +140,98 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestPerKeyLayout checks that Argo's per-key layout gives the same
+// configuration as the legacy config key, with Argo's unused keys listed.
+func TestPerKeyLayout(t *testing.T) {
+	legacy, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perKey, err := LoadFile(filepath.Join("testdata", "per-key.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"images", "instanceID", "mainContainer", "parallelism"}, perKey.Ignored); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
+	}
+	perKey.Ignored = nil
+	perKey.ArtifactRepository.ArchiveLogs = nil // false: accepted, nothing to do
+	if diff := cmp.Diff(legacy, perKey); diff != "" {
+		t.Errorf("per-key layout differs from the config key (-config +per-key):\n%s", diff)
+	}
+}
+
+func TestFromConfigMap(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		data    map[string]string
+		check   func(*Config) string
+		wantErr []string
+	}{
+		{name: "no data", check: func(c *Config) string { return diffOrEmpty(Default(), c) }},
+		{name: "one per-key setting", data: map[string]string{"containerRuntimeExecutor": "kubelet"},
+			check: func(c *Config) string {
+				if c.ContainerRuntimeExecutor != "kubelet" || c.KubeletPort != workflow.DefaultKubeletPort {
+					return "got " + c.ContainerRuntimeExecutor
+				}
+				return ""
+			}},
+		{name: "per-key numbers and booleans", data: map[string]string{"kubeletPort": "10255", "kubeletInsecure": "true"},
+			check: func(c *Config) string {
+				if c.KubeletPort != 10255 || !c.KubeletInsecure {
+					return "kubelet settings not read"
+				}
+				return ""
+			}},
+		{name: "legacy with Argo's keys", data: map[string]string{"config": "containerRuntimeExecutor: docker\nmainContainer: {imagePullPolicy: IfNotPresent}\nsso: {}\n"},
+			check: func(c *Config) string {
+				if c.ContainerRuntimeExecutor != "docker" || !cmp.Equal(c.Ignored, []string{"mainContainer", "sso"}) {
+					return "got " + c.ContainerRuntimeExecutor + " " + strings.Join(c.Ignored, ",")
+				}
+				return ""
+			}},
+		{name: "empty value is unset", data: map[string]string{"dockerSockPath": ""},
+			check: func(c *Config) string { return diffOrEmpty(Default(), c) }},
+		{name: "both layouts", data: map[string]string{"config": "kubeletPort: 1\n", "kubeletPort": "2", "sidecarMode": "legacy"},
+			wantErr: []string{"ConfigMap argo/wcc: key config and the per-key layout's kubeletPort, sidecarMode together"}},
+		{name: "unknown per-key key", data: map[string]string{"containerRuntimeExecuter": "kubelet"},
+			wantErr: []string{`ConfigMap argo/wcc (per-key layout): parse config: unknown field "containerRuntimeExecuter"`}},
+		{name: "unknown legacy key", data: map[string]string{"config": "kubeletPrt: 1\n"},
+			wantErr: []string{`key config: parse config: unknown field "kubeletPrt"`}},
+		{name: "bad per-key YAML", data: map[string]string{"executor": "image: [\n"},
+			wantErr: []string{"key executor: parse its value as YAML"}},
+		{name: "bad per-key value", data: map[string]string{"kubeletPort": "seventy"},
+			wantErr: []string{"kubeletPort"}},
+		{name: "unknown field in a per-key value", data: map[string]string{"executor": "imag: x\n"},
+			wantErr: []string{`unknown field "executor.imag"`}},
+		{name: "invalid per-key value", data: map[string]string{"containerRuntimeExecutor": "emissary"},
+			wantErr: []string{`containerRuntimeExecutor: unknown executor "emissary"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: tc.data})
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("FromConfigMap succeeded, want an error containing %q", tc.wantErr)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FromConfigMap: %v", err)
+			}
+			if msg := tc.check(c); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+func diffOrEmpty(want, got *Config) string { return cmp.Diff(want, got) }
 
 func TestParseConfigMapErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
@@ -176,7 +276,7 @@ func TestLoadLive(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "argo"}, Data: map[string]string{ConfigKey: "sidecarMode: x\n"}})
 
 	c, err := Load(ctx, client, "argo", ConfigMapName)
-	if err != nil || c.ContainerRuntimeExecutor != "docker" || c.KubeletPort != DefaultKubeletPort {
+	if err != nil || c.ContainerRuntimeExecutor != "docker" || c.KubeletPort != workflow.DefaultKubeletPort {
 		t.Errorf("Load = %+v, %v; want docker with defaults", c, err)
 	}
 	if c, err := Load(ctx, client, "argo", "empty"); err != nil || !cmp.Equal(c, Default()) {
@@ -258,8 +358,9 @@ func TestKeysComplete(t *testing.T) {
 	want = append(want, jsonNames("", reflect.TypeFor[Config]())...)
 	want = append(want, jsonNames("containerRuntimeExecutors[].", reflect.TypeFor[ExecutorSelector]())...)
 	want = append(want, jsonNames("artifactRepository.s3.", reflect.TypeFor[workflow.S3ArtifactRepository]())...)
+	want = append(want, jsonNames("artifactRepository.", reflect.TypeFor[workflow.ArtifactRepository]())...)
 	for _, k := range want {
-		if !documented[k] && k != "artifactRepository" {
+		if !documented[k] && k != "artifactRepository" && k != "-" {
 			t.Errorf("Keys() does not document %s", k)
 		}
 	}

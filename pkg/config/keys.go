@@ -17,19 +17,25 @@ type KeyDoc struct {
 	Doc string
 }
 
-// Keys lists every key of the config YAML with its default and purpose.
+// Keys lists every key of the config YAML with its default and purpose,
+// then the keys of Argo's configuration that are accepted and ignored.
 func Keys() []KeyDoc {
+	return append(ourKeys(), argoIgnored()...)
+}
+
+func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
+	refused := "Argo's; refused by workflow-controller (not implemented): "
 	return []KeyDoc{
 		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, k8sapi or kubelet."},
 		{"containerRuntimeExecutors", "", "Ordered list of {name, selector}; the first selector matching the workflow's labels picks the backend. The workflow label " + workflow.LabelContainerRuntimeExecutor + " overrides it."},
 		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, k8sapi or kubelet."},
 		{"containerRuntimeExecutors[].selector", "", "Label selector (matchLabels, matchExpressions) matched against the workflow's labels; must not be empty."},
-		{"kubeletPort", strconv.Itoa(DefaultKubeletPort), "HTTPS port of the node's kubelet (kubelet backend)."},
+		{"kubeletPort", strconv.Itoa(workflow.DefaultKubeletPort), "HTTPS port of the node's kubelet (kubelet backend)."},
 		{"kubeletInsecure", "false", "Skip verification of the kubelet's serving certificate (kubelet backend); excludes kubeletCAFile."},
 		{"kubeletCAFile", "", "Absolute path on the node of the CA bundle that signs the kubelet's serving certificate; mounted read-only into wait at the same path. Empty means the service-account CA."},
 		{"sidecarMode", workflow.SidecarModeNative, "native: user sidecars are init containers with restartPolicy Always, stopped by the kubelet (Kubernetes >= 1.29); legacy: plain containers that wait kills."},
-		{"dockerSockPath", DefaultDockerSockPath, "Docker Engine socket on the node, mounted read-only into wait only (docker backend)."},
+		{"dockerSockPath", workflow.DefaultDockerSockPath, "Docker Engine socket on the node, mounted read-only into wait only (docker backend)."},
 		{"executor", "", "Container spec of the init and wait containers (argoexec); the pod builder sets its name, volumeMounts and ARGO_* env."},
 		{"executor.image", DefaultExecutorImage, "argoexec image for init and wait."},
 		{"executor.imagePullPolicy", "", "Pull policy of the argoexec image: Always, IfNotPresent or Never (empty: the Kubernetes default)."},
@@ -46,5 +52,58 @@ func Keys() []KeyDoc {
 		{s3 + "accessKeySecret", "", "{name, key} of the Secret holding the access key ID."},
 		{s3 + "secretKeySecret", "", "{name, key} of the Secret holding the secret access key."},
 		{s3 + "keyFormat", workflow.DefaultKeyFormat, "Object key of an output artifact; may refer to {{workflow.name}}, {{pod.name}}, {{pod.namespace}}, {{template.name}}, {{artifact.name}}."},
+		{s3 + "roleARN", "", refused + "credentials come from accessKeySecret and secretKeySecret."},
+		{s3 + "useSDKCreds", "", refused + "credentials come from accessKeySecret and secretKeySecret."},
+		{s3 + "createBucketIfNotPresent", "", refused + "create the bucket beforehand."},
+		{s3 + "encryptionOptions", "", refused + "objects are stored as the bucket's default encryption says."},
+		{s3 + "keyPrefix", "", refused + "deprecated in Argo; use keyFormat."},
+		{"artifactRepository.archiveLogs", "", refused + "main's log is not archived; true is an error, false is accepted."},
+		{"artifactRepository.artifactory", "", refused + "the repository is S3 only."},
+		{"artifactRepository.hdfs", "", refused + "the repository is S3 only."},
+		{"artifactRepository.oss", "", refused + "the repository is S3 only."},
+		{"artifactRepository.gcs", "", refused + "the repository is S3 only."},
 	}
+}
+
+// ignoredDoc starts the doc of every key in argoIgnored.
+const ignoredDoc = "Argo's; accepted and ignored by workflow-controller (Argo's controller uses it): "
+
+// argoIgnored documents the top-level keys of Argo v3.3's controller (and
+// argo-server) configuration that this controller accepts and ignores, so
+// that Argo's own ConfigMap loads unchanged.
+func argoIgnored() []KeyDoc {
+	return []KeyDoc{
+		{"mainContainer", "", ignoredDoc + "defaults of main containers; workflow-controller takes main as the template writes it."},
+		{"images", "", ignoredDoc + "image commands for the emissary executor."},
+		{"instanceID", "", ignoredDoc + "the controller instance a workflow belongs to."},
+		{"namespace", "", ignoredDoc + "the namespace Argo's controller watches."},
+		{"kubeConfig", "", ignoredDoc + "kubeconfig for pods of another cluster."},
+		{"nodeEvents", "", ignoredDoc + "Kubernetes events for nodes."},
+		{"parallelism", "", ignoredDoc + "most workflows run at once."},
+		{"namespaceParallelism", "", ignoredDoc + "most workflows run at once per namespace."},
+		{"resourceRateLimit", "", ignoredDoc + "rate of pod creation."},
+		{"workflowDefaults", "", ignoredDoc + "defaults merged into every workflow."},
+		{"workflowRestrictions", "", ignoredDoc + "which workflows may run."},
+		{"links", "", ignoredDoc + "links in Argo's UI."},
+		{"navColor", "", ignoredDoc + "colour of Argo's UI."},
+		{"metricsConfig", "", ignoredDoc + "Prometheus metrics of the controller."},
+		{"telemetryConfig", "", ignoredDoc + "telemetry of the controller."},
+		{"persistence", "", ignoredDoc + "the workflow archive database."},
+		{"retentionPolicy", "", ignoredDoc + "how many finished workflows are kept."},
+		{"podSpecLogStrategy", "", ignoredDoc + "logging of pod specs."},
+		{"podGCGracePeriodSeconds", "", ignoredDoc + "grace period of pod garbage collection."},
+		{"podGCDeleteDelayDuration", "", ignoredDoc + "delay of pod garbage collection."},
+		{"initialDelay", "", ignoredDoc + "delay before the controller starts."},
+		{"sso", "", ignoredDoc + "argo-server's single sign-on."},
+	}
+}
+
+// ArgoIgnoredKeys lists the top-level keys of Argo v3.3's configuration
+// that this controller accepts and ignores (Config.Ignored names those set).
+func ArgoIgnoredKeys() []string {
+	var keys []string
+	for _, k := range argoIgnored() {
+		keys = append(keys, k.Key)
+	}
+	return keys
 }

@@ -2,8 +2,14 @@ package config
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,8 +19,9 @@ import (
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// Parse reads either a whole ConfigMap manifest (its data.config key) or
-// the bare configuration YAML, then applies defaults and validates.
+// Parse reads either a whole ConfigMap manifest (either layout, see
+// FromConfigMap) or the bare configuration YAML, then applies defaults and
+// validates.
 func Parse(data []byte) (*Config, error) {
 	var probe struct {
 		Kind string `json:"kind"`
@@ -36,11 +43,87 @@ func Parse(data []byte) (*Config, error) {
 	}
 }
 
-// ParseConfig reads the YAML of the ConfigMap's config key, rejecting
-// unknown keys by name, then applies defaults and validates.
+// ParseConfig reads the YAML of the ConfigMap's config key (every key in
+// one document), rejecting unknown keys by name, then applies defaults and
+// validates. Keys of Argo's configuration that this controller does not use
+// are accepted and listed in Config.Ignored.
 func ParseConfig(data []byte) (*Config, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse config: parse YAML: %w", err)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(js, &keys); err != nil {
+		return nil, fmt.Errorf("parse config: want a map of keys, got %s", abbrev(js))
+	}
+	return fromKeys(keys)
+}
+
+// FromConfigMap reads the configuration from a ConfigMap in either layout:
+// the legacy single key config holding all keys as one YAML document, or
+// Argo's per-key layout, where each data key is one key and its value is
+// YAML (`containerRuntimeExecutor: kubelet`, `artifactRepository: |` and a
+// YAML map). Both layouts in one ConfigMap, or an unknown data key, is an
+// error naming the keys. A ConfigMap without data gives the defaults.
+func FromConfigMap(cm *corev1.ConfigMap) (*Config, error) {
+	where := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
+	if data, ok := cm.Data[ConfigKey]; ok {
+		if others := slices.DeleteFunc(slices.Sorted(maps.Keys(cm.Data)), func(k string) bool { return k == ConfigKey }); len(others) > 0 {
+			return nil, fmt.Errorf("%s: key %s and the per-key layout's %s together: put every setting under %s, or drop %s and give each its own key (Argo's layout)",
+				where, ConfigKey, strings.Join(others, ", "), ConfigKey, ConfigKey)
+		}
+		c, err := ParseConfig([]byte(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s key %s: %w", where, ConfigKey, err)
+		}
+		return c, nil
+	}
+	keys := map[string]json.RawMessage{}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		js, err := yaml.YAMLToJSONStrict([]byte(cm.Data[k]))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("key %s: parse its value as YAML: %w", k, err))
+			continue
+		}
+		if string(js) != "null" {
+			keys[k] = js
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	c, err := fromKeys(keys)
+	if err != nil {
+		return nil, fmt.Errorf("%s (per-key layout): %w", where, err)
+	}
+	return c, nil
+}
+
+// fromKeys decodes the top-level keys into a Config: ours strictly, Argo's
+// that we do not use into Config.Ignored, any other an error naming it.
+func fromKeys(keys map[string]json.RawMessage) (*Config, error) {
+	ours := map[string]json.RawMessage{}
 	c := &Config{}
-	if err := workflow.DecodeStrict(data, c); err != nil {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		switch {
+		case slices.Contains(configKeys(), k):
+			ours[k] = keys[k]
+		case slices.Contains(ArgoIgnoredKeys(), k):
+			c.Ignored = append(c.Ignored, k)
+		default:
+			errs = append(errs, fmt.Errorf("unknown field %q: neither a key of this controller (%s) nor of Argo v3.3's controller configuration", k, strings.Join(configKeys(), ", ")))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	js, err := json.Marshal(ours)
+	if err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	if err := workflow.DecodeStrict(js, c); err != nil {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 	c.SetDefaults()
@@ -50,18 +133,22 @@ func ParseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// FromConfigMap reads the configuration from a ConfigMap's config key; a
-// ConfigMap without that key gives the defaults.
-func FromConfigMap(cm *corev1.ConfigMap) (*Config, error) {
-	data, ok := cm.Data[ConfigKey]
-	if !ok {
-		return Default(), nil
+// configKeys are the top-level keys of Config, by their JSON names.
+func configKeys() []string {
+	var keys []string
+	for f := range reflect.TypeFor[Config]().Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "-" && name != "" {
+			keys = append(keys, name)
+		}
 	}
-	c, err := ParseConfig([]byte(data))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", cm.Namespace, cm.Name, ConfigKey, err)
+	return keys
+}
+
+func abbrev(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "..."
 	}
-	return c, nil
+	return string(b)
 }
 
 // LoadFile reads the configuration from a file holding a ConfigMap

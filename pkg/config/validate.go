@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, checkAbsPath("dockerSockPath", c.DockerSockPath))
 	errs = append(errs, checkExecutorSpec(&c.Executor)...)
+	errs = append(errs, checkRepository(&c.ArtifactRepository)...)
 	errs = append(errs, checkS3(c.ArtifactRepository.S3)...)
 	return errors.Join(errs...)
 }
@@ -91,6 +92,51 @@ func checkExecutorSpec(e *corev1.Container) []error {
 	}
 	if len(e.VolumeMounts) > 0 {
 		errs = append(errs, errors.New("executor.volumeMounts: not supported: the pod builder adds wait's volumes; for the kubelet CA set kubeletCAFile"))
+	}
+	return errs
+}
+
+// notImplemented is the error for an Argo setting this controller does
+// not implement: it names the key and what to do instead.
+func notImplemented(key, instead string) error {
+	return fmt.Errorf("%s: not supported by workflow-controller; Argo's controller handles it (%s)", key, instead)
+}
+
+// checkRepository refuses the repository kinds and settings of Argo's that
+// workflow-controller does not implement: ignoring them would store
+// artifacts elsewhere, or otherwise, than the ConfigMap says.
+func checkRepository(r *workflow.ArtifactRepository) []error {
+	var errs []error
+	if r.ArchiveLogs != nil && *r.ArchiveLogs {
+		errs = append(errs, notImplemented("artifactRepository.archiveLogs", "main's log is not archived; set it to false or drop it"))
+	}
+	for _, kind := range []struct {
+		name string
+		set  bool
+	}{{"artifactory", r.Artifactory != nil}, {"hdfs", r.HDFS != nil}, {"oss", r.OSS != nil}, {"gcs", r.GCS != nil}} {
+		if kind.set {
+			errs = append(errs, notImplemented("artifactRepository."+kind.name, "use an S3-compatible repository: artifactRepository.s3"))
+		}
+	}
+	if r.S3 == nil {
+		return errs
+	}
+	const key = "artifactRepository.s3."
+	s3 := r.S3
+	if s3.RoleARN != "" {
+		errs = append(errs, notImplemented(key+"roleARN", "set accessKeySecret and secretKeySecret"))
+	}
+	if s3.UseSDKCreds {
+		errs = append(errs, notImplemented(key+"useSDKCreds", "set accessKeySecret and secretKeySecret"))
+	}
+	if s3.CreateBucketIfNotPresent != nil {
+		errs = append(errs, notImplemented(key+"createBucketIfNotPresent", "create the bucket beforehand"))
+	}
+	if s3.EncryptionOptions != nil {
+		errs = append(errs, notImplemented(key+"encryptionOptions", "use the bucket's default encryption"))
+	}
+	if s3.KeyPrefix != "" {
+		errs = append(errs, notImplemented(key+"keyPrefix", "deprecated in Argo: use keyFormat"))
 	}
 	return errs
 }

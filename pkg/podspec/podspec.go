@@ -43,7 +43,8 @@ type Meta struct {
 // Build returns the pod that runs tmpl with the executor that cfg selects
 // for meta.WorkflowLabels. It substitutes input parameters, carries the
 // template to init and wait in a pod annotation projected as a file, and
-// refuses what the selected backend cannot do.
+// refuses what the selected backend cannot do and the Argo fields that
+// workflow-controller does not implement (see Fields).
 func Build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
 	pod, err := build(cfg, tmpl, meta)
 	if err != nil {
@@ -121,6 +122,10 @@ func (b *builder) pod(tmplJSON string) *corev1.Pod {
 	} else {
 		initCtrs = append(initCtrs, sidecars...)
 	}
+	sa := b.meta.ServiceAccountName
+	if b.tmpl.ServiceAccountName != "" {
+		sa = b.tmpl.ServiceAccountName
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -131,12 +136,21 @@ func (b *builder) pod(tmplJSON string) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:         corev1.RestartPolicyNever,
-			ServiceAccountName:    b.meta.ServiceAccountName,
+			ServiceAccountName:    sa,
 			NodeName:              b.meta.NodeName,
 			ActiveDeadlineSeconds: b.tmpl.ActiveDeadlineSeconds,
 			InitContainers:        initCtrs,
 			Containers:            ctrs,
 			Volumes:               b.volumes(),
+			// The template's scheduling and pod-level fields (see Fields).
+			NodeSelector:      b.tmpl.NodeSelector,
+			Affinity:          b.tmpl.Affinity,
+			Tolerations:       b.tmpl.Tolerations,
+			SchedulerName:     b.tmpl.SchedulerName,
+			PriorityClassName: b.tmpl.PriorityClassName,
+			Priority:          b.tmpl.Priority,
+			HostAliases:       b.tmpl.HostAliases,
+			SecurityContext:   b.tmpl.SecurityContext,
 		},
 	}
 }
@@ -158,6 +172,13 @@ func (b *builder) annotations(tmplJSON string) map[string]string {
 	a[workflow.AnnotationTemplate] = tmplJSON
 	a[AnnotationDefaultContainer] = workflow.MainContainerName
 	return a
+}
+
+// IgnoredFields lists the fields tmpl sets that Build accepts and
+// ignores (Fields says why each is harmless), for the controller to log.
+func IgnoredFields(tmpl *workflow.Template) []string {
+	ignored, _ := refuseUnsupported(tmpl)
+	return ignored
 }
 
 // needsInit says whether init has work: staging a script or loading input

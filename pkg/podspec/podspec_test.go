@@ -3,6 +3,7 @@ package podspec
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,7 @@ func TestGolden(t *testing.T) {
 		{name: "native-sidecars", config: "", template: "sidecar-ignores-term.yaml"},
 		{name: "script", config: "", template: "script.yaml"},
 		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
+		{name: "argo-fields", config: "", template: "argo-fields.yaml"},
 		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +
 			"  env: [{name: GOMAXPROCS, value: '1'}]\n  resources: {limits: {memory: 64Mi}}\n  securityContext: {runAsNonRoot: true}\n", template: "script.yaml"},
 	} {
@@ -367,7 +369,7 @@ func TestBackendShaping(t *testing.T) {
 			}
 			if c.Name == "wait" {
 				m := c.VolumeMounts[slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == workflow.DockerSockVolume })]
-				if !m.ReadOnly || m.MountPath != config.DefaultDockerSockPath {
+				if !m.ReadOnly || m.MountPath != workflow.DefaultDockerSockPath {
 					t.Errorf("docker socket mount = %+v", m)
 				}
 			}
@@ -428,6 +430,111 @@ func TestOutputsOutsideVolumes(t *testing.T) {
 	}
 	if _, err := Build(mustConfig(t, "containerRuntimeExecutor: docker"), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
 		t.Errorf("docker: %v", err)
+	}
+}
+
+// TestArgoFields checks that every Argo field workflow-controller does not
+// implement is refused by name with what to do, and that ignored ones are
+// listed by IgnoredFields.
+func TestArgoFields(t *testing.T) {
+	const main = "container: {image: a}\n"
+	for _, tc := range []struct {
+		name, template string
+		want           string // in Build's error; "" means Build succeeds
+		ignored        []string
+	}{
+		{"retryStrategy", main + "retryStrategy: {limit: 3}\n", "retryStrategy: not supported by workflow-controller run; Argo's controller handles it", nil},
+		{"timeout", main + "timeout: 30s\n", "timeout: not supported by workflow-controller run", nil},
+		{"daemon", main + "daemon: true\n", "daemon: not supported", nil},
+		{"daemon false", main + "daemon: false\n", "", nil},
+		{"podSpecPatch", main + "podSpecPatch: '{}'\n", "podSpecPatch: not supported", nil},
+		{"initContainers", main + "initContainers: [{name: i, image: b}]\n", "initContainers: not supported", nil},
+		{"executor", main + "executor: {serviceAccountName: x}\n", "executor: not supported", nil},
+		{"archiveLocation", main + "archiveLocation: {s3: {key: k}}\n", "archiveLocation: not supported", nil},
+		{"automount false", main + "automountServiceAccountToken: false\n", "automountServiceAccountToken: not supported", nil},
+		{"automount true", main + "automountServiceAccountToken: true\n", "", nil},
+		{"steps", "steps: [[{name: a, template: b}]]\n", "steps: not supported by workflow-controller run", nil},
+		{"dag", "dag: {tasks: [{name: a, template: b}]}\n", "dag: not supported", nil},
+		{"suspend", "suspend: {}\n", "suspend: not supported", nil},
+		{"resource", "resource: {action: create, manifest: x}\n", "resource: not supported", nil},
+		{"data", "data: {source: {}, transformation: []}\n", "data: not supported", nil},
+		{"containerSet", "containerSet: {containers: [{name: a, image: b}]}\n", "containerSet: not supported", nil},
+		{"http", "http: {url: 'http://x'}\n", "http: not supported", nil},
+		{"plugin", "plugin: {hello: {}}\n", "plugin: not supported", nil},
+		{"valueFrom jsonPath", main + "outputs: {parameters: [{name: p, valueFrom: {jsonPath: '{.x}'}}]}\n", "outputs.parameters[0].valueFrom.jsonPath: not supported", nil},
+		{"valueFrom expression", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x}}, {name: q, valueFrom: {expression: x}}]}\n", "outputs.parameters[1].valueFrom.expression: not supported", nil},
+		{"valueFrom default", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x, default: d}}]}\n", "", nil},
+		{"git input", main + "inputs: {artifacts: [{name: a, path: /a, git: {repo: r}}]}\n", "inputs.artifacts[0].git: not supported", nil},
+		{"gcs output", main + "outputs: {artifacts: [{name: a, path: /a, gcs: {key: k}}]}\n", "outputs.artifacts[0].gcs: not supported", nil},
+		{"artifact mode", main + "inputs: {artifacts: [{name: a, path: /a, mode: 0755, raw: {data: x}}]}\n", "inputs.artifacts[0].mode: not supported", nil},
+		{"artifact from", main + "inputs: {artifacts: [{name: a, path: /a, from: x}]}\n", "inputs.artifacts[0].from: not supported", nil},
+		{"zip", main + "outputs: {artifacts: [{name: a, path: /a, archive: {zip: {}}}]}\n", "outputs.artifacts[0].archive.zip: not supported", nil},
+		{"ignored", main + "metrics: {prometheus: []}\nsynchronization: {mutex: {name: m}}\nparallelism: 2\nfailFast: true\n" +
+			"outputs: {parameters: [{name: p, globalName: g, valueFrom: {path: /p}}], artifacts: [{name: a, path: /a, globalName: h}]}\n", "",
+			[]string{"metrics", "synchronization", "parallelism", "failFast", "outputs.parameters[0].globalName", "outputs.artifacts[0].globalName"}},
+		{"two refused", main + "retryStrategy: {}\ntimeout: 1m\n", "retryStrategy: not supported", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := workflow.DecodeTemplate([]byte(tc.template))
+			if err != nil {
+				t.Fatalf("DecodeTemplate: %v", err)
+			}
+			docker, err := config.ParseConfig([]byte("containerRuntimeExecutor: docker\n")) // reads outputs from main's own filesystem
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(docker, tmpl, meta())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Build: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Build error = %v, want it to contain %q", err, tc.want)
+			case tc.want != "" && strings.Contains(err.Error(), "unknown field"):
+				t.Fatalf("Build error = %v: says unknown field", err)
+			}
+			if diff := cmp.Diff(tc.ignored, IgnoredFields(tmpl)); diff != "" {
+				t.Errorf("IgnoredFields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFieldsTable keeps FIELDS.md equal to Fields(); regenerate with
+// `go test ./pkg/podspec -update`.
+func TestFieldsTable(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("# Argo's template fields under workflow-controller\n\n" +
+		"Every field of Argo v3.3.8's Template decodes (pkg/apis/workflow). `workflow-controller`\n" +
+		"runs one container or script template as one pod; for each field that a controller acts\n" +
+		"on, it applies it to the pod, ignores it (harmless for one pod run; `render` and `run` log\n" +
+		"the ignored fields) or refuses it with an error naming the field. Under Argo's own\n" +
+		"controller all of them work as in Argo. Generated from `podspec.Fields()`.\n\n" +
+		"| field | handling | why / what to do |\n|---|---|---|\n")
+	for _, f := range Fields() {
+		fmt.Fprintf(&sb, "| `%s` | %s | %s |\n", f.Path, f.Handling, strings.ReplaceAll(f.Why, "|", `\|`))
+	}
+	if *update {
+		if err := os.WriteFile("FIELDS.md", []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile("FIELDS.md")
+	if err != nil {
+		t.Fatalf("read FIELDS.md (regenerate with -update): %v", err)
+	}
+	if diff := cmp.Diff(sb.String(), string(got)); diff != "" {
+		t.Errorf("FIELDS.md differs from Fields() (-code +file); regenerate with `go test ./pkg/podspec -update`:\n%s", diff)
+	}
+}
+
+// TestFieldsDocumented checks that every decision says why.
+func TestFieldsDocumented(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Fields() {
+		if f.Why == "" || seen[f.Path] || !slices.Contains([]Handling{Applied, Ignored, Refused}, f.Handling) {
+			t.Errorf("field %+v: empty why, listed twice or unknown handling", f.Path)
+		}
+		seen[f.Path] = true
 	}
 }
 

@@ -122,8 +122,13 @@ func reservedVolumeNames() []string {
 
 // validateTemplate checks what the pod builder relies on.
 func validateTemplate(t *workflow.Template) error {
-	var errs []error
+	_, refused := refuseUnsupported(t)
+	errs := []error{refused}
+	otherKind := t.Steps != nil || t.DAG != nil || t.Suspend != nil || t.Resource != nil || t.Data != nil ||
+		t.ContainerSet != nil || t.HTTP != nil || t.Plugin != nil
 	switch {
+	case t.Container == nil && t.Script == nil && otherKind:
+		// refused above, by its kind
 	case t.Container == nil && t.Script == nil:
 		errs = append(errs, errors.New("template has neither container nor script"))
 	case t.Container != nil && t.Script != nil:

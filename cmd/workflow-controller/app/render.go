@@ -91,8 +91,10 @@ func (o *RenderOptions) Validate() error {
 }
 
 // load reads and checks the template and the configuration; a bad file is
-// a usage error: nothing has been done yet.
-func (o *RenderOptions) load() error {
+// a usage error: nothing has been done yet. It logs the keys of Argo's
+// ConfigMap and the template fields that workflow-controller accepts and
+// ignores, so that nothing is dropped unsaid.
+func (o *RenderOptions) load(log *logrus.Entry) error {
 	data, err := os.ReadFile(o.TemplateFile)
 	if err != nil {
 		return usageErrorf("read template: %w", err)
@@ -102,6 +104,12 @@ func (o *RenderOptions) load() error {
 	}
 	if o.config, err = config.LoadFile(o.ConfigMapFile); err != nil {
 		return &UsageError{Err: err}
+	}
+	if len(o.config.Ignored) > 0 {
+		log.WithField("keys", strings.Join(o.config.Ignored, ", ")).Info("ConfigMap: ignoring keys of Argo's controller that workflow-controller does not use")
+	}
+	if ignored := podspec.IgnoredFields(o.template); len(ignored) > 0 {
+		log.WithField("fields", strings.Join(ignored, ", ")).Info("template: ignoring fields that only Argo's controller acts on and that cannot change this pod run")
 	}
 	return o.applyParams()
 }
@@ -133,9 +141,9 @@ func (o *RenderOptions) build(name string) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// Run prints the pod as YAML.
-func (o *RenderOptions) Run(_ context.Context, out io.Writer) error {
-	if err := o.load(); err != nil {
+// Run prints the pod as YAML; log gets what was ignored.
+func (o *RenderOptions) Run(_ context.Context, out io.Writer, log *logrus.Entry) error {
+	if err := o.load(log); err != nil {
 		return err
 	}
 	name := o.Name

@@ -134,7 +134,7 @@ type runners struct {
 func Run(ctx context.Context, args []string, stdio IO) error {
 	return run(ctx, args, stdio, runners{
 		render: func(ctx context.Context, o *RenderOptions, stdio IO, log *logrus.Entry) error {
-			return o.Run(ctx, stdio.Out)
+			return o.Run(ctx, stdio.Out, log)
 		},
 		run: func(ctx context.Context, o *RunOptions, stdio IO, log *logrus.Entry) error {
 			return o.Run(ctx, stdio.Out, log)

@@ -76,7 +76,7 @@ func (o *RunOptions) Validate() error {
 // Failed, and prints the phase, the outputs, the timings and, on failure,
 // the tail of main's log.
 func (o *RunOptions) Run(ctx context.Context, out io.Writer, log *logrus.Entry) error {
-	if err := o.Render.load(); err != nil {
+	if err := o.Render.load(log); err != nil {
 		return err
 	}
 	client, ns, err := o.NewClient(o.Kubeconfig)

@@ -1,0 +1,200 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// Our workflow-controller runs one container or script template as one
+// pod. A template may carry any field of Argo's (workflow.DecodeTemplate
+// accepts them all); for each field a controller acts on, the pod builder
+// either applies it to the pod, ignores it because it cannot change what
+// one pod run does, or refuses it with an error that names it, says that
+// Argo's controller handles it, and what to do instead: never "unknown
+// field", and never a setting dropped in silence. Fields lists every
+// decision; pkg/podspec/FIELDS.md is the same table for users, generated
+// from it (a test keeps the two in step).
+
+// Field is one Argo template field and what workflow-controller does with it.
+type Field struct {
+	// Path is the field's path in the template, e.g. retryStrategy.
+	Path string
+	// Handling is Applied, Ignored or Refused.
+	Handling Handling
+	// Why says what is applied, why ignoring is harmless, or what to do instead.
+	Why string
+	// set reports whether tmpl sets the field, and where (for a field of a
+	// list element, e.g. outputs.parameters[1].valueFrom.jsonPath).
+	set func(tmpl *workflow.Template) []string
+}
+
+// Handling is what the pod builder does with a field.
+type Handling string
+
+// The handlings of a field.
+const (
+	// Applied fields are copied onto the pod.
+	Applied Handling = "applied"
+	// Ignored fields are carried in the template annotation and do nothing:
+	// they cannot change what one pod run does.
+	Ignored Handling = "ignored"
+	// Refused fields make Build fail with an error naming them.
+	Refused Handling = "refused"
+)
+
+// Fields lists the decision for every Argo template field that a
+// controller acts on (the container, script, inputs and outputs fields that
+// argoexec implements are not listed).
+func Fields() []Field {
+	return []Field{
+		{"nodeSelector", Applied, "pod spec nodeSelector.", when(func(t *workflow.Template) bool { return t.NodeSelector != nil })},
+		{"affinity", Applied, "pod spec affinity.", when(func(t *workflow.Template) bool { return t.Affinity != nil })},
+		{"tolerations", Applied, "pod spec tolerations.", when(func(t *workflow.Template) bool { return t.Tolerations != nil })},
+		{"schedulerName", Applied, "pod spec schedulerName.", when(func(t *workflow.Template) bool { return t.SchedulerName != "" })},
+		{"priorityClassName", Applied, "pod spec priorityClassName.", when(func(t *workflow.Template) bool { return t.PriorityClassName != "" })},
+		{"priority", Applied, "pod spec priority.", when(func(t *workflow.Template) bool { return t.Priority != nil })},
+		{"hostAliases", Applied, "pod spec hostAliases.", when(func(t *workflow.Template) bool { return t.HostAliases != nil })},
+		{"securityContext", Applied, "pod spec securityContext.", when(func(t *workflow.Template) bool { return t.SecurityContext != nil })},
+		{"serviceAccountName", Applied, "pod spec serviceAccountName, over --service-account (it needs the backend's RBAC, see manifests/).", when(func(t *workflow.Template) bool { return t.ServiceAccountName != "" })},
+		{"automountServiceAccountToken", Refused, "false: init and wait authenticate with the pod's service-account token; drop it (true is accepted).",
+			when(func(t *workflow.Template) bool {
+				return t.AutomountServiceAccountToken != nil && !*t.AutomountServiceAccountToken
+			})},
+
+		{"metrics", Ignored, "Prometheus metrics are emitted by Argo's controller; a pod run has none to emit.", when(func(t *workflow.Template) bool { return t.Metrics != nil })},
+		{"memoize", Ignored, "a pod run has no cache: the step always runs.", when(func(t *workflow.Template) bool { return t.Memoize != nil })},
+		{"synchronization", Ignored, "locks order the steps of Argo's workflows; workflow-controller run runs one step.", when(func(t *workflow.Template) bool { return t.Synchronization != nil })},
+		{"parallelism", Ignored, "bounds the children of a steps or dag template; a container template has none.", when(func(t *workflow.Template) bool { return t.Parallelism != nil })},
+		{"failFast", Ignored, "applies to the children of a steps or dag template; a container template has none.", when(func(t *workflow.Template) bool { return t.FailFast != nil })},
+		{"outputs.result", Ignored, "filled in on a node by Argo's controller; wait reports the result it reads.", when(func(t *workflow.Template) bool { return t.Outputs.Result != nil })},
+		{"outputs.exitCode", Ignored, "filled in on a node by Argo's controller; wait reports the exit code it reads.", when(func(t *workflow.Template) bool { return t.Outputs.ExitCode != nil })},
+		{"globalName", Ignored, "exports to a workflow's scope; wait echoes it in the outputs, a pod run has no workflow scope.", globalNames},
+		{"inputs.parameters[].enum", Ignored, "Argo's controller checks the value against it on submission.", inputParams(func(p workflow.Parameter) bool { return p.Enum != nil }, "enum")},
+		{"inputs.parameters[].description", Ignored, "documentation only.", inputParams(func(p workflow.Parameter) bool { return p.Description != nil }, "description")},
+
+		{"retryStrategy", Refused, "rerun workflow-controller run; or use Argo's controller.", when(func(t *workflow.Template) bool { return t.RetryStrategy != nil })},
+		{"timeout", Refused, "use activeDeadlineSeconds, or workflow-controller run --timeout.", when(func(t *workflow.Template) bool { return t.Timeout != "" })},
+		{"daemon", Refused, "a daemon step outlives its workflow's step; run the server as a sidecar instead.", when(func(t *workflow.Template) bool { return t.Daemon != nil && *t.Daemon })},
+		{"podSpecPatch", Refused, "set the fields in the template, or edit the output of workflow-controller render.", when(func(t *workflow.Template) bool { return t.PodSpecPatch != "" })},
+		{"initContainers", Refused, "put the work in main, or use a sidecar.", when(func(t *workflow.Template) bool { return t.InitContainers != nil })},
+		{"executor", Refused, "init and wait run as the pod's service account: set serviceAccountName.", when(func(t *workflow.Template) bool { return t.Executor != nil })},
+		{"archiveLocation", Refused, "the repository is the ConfigMap's artifactRepository; drop archiveLocation.", when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil })},
+		{"steps", Refused, "workflow-controller run runs one container or script template: run each step's template.", when(func(t *workflow.Template) bool { return t.Steps != nil })},
+		{"dag", Refused, "workflow-controller run runs one container or script template: run each task's template.", when(func(t *workflow.Template) bool { return t.DAG != nil })},
+		{"suspend", Refused, "workflow-controller run runs one container or script template.", when(func(t *workflow.Template) bool { return t.Suspend != nil })},
+		{"resource", Refused, "resource templates run `argoexec resource` as main under Argo's controller.", when(func(t *workflow.Template) bool { return t.Resource != nil })},
+		{"data", Refused, "data templates run `argoexec data` as main under Argo's controller.", when(func(t *workflow.Template) bool { return t.Data != nil })},
+		{"containerSet", Refused, "use one container, or sidecars.", when(func(t *workflow.Template) bool { return t.ContainerSet != nil })},
+		{"http", Refused, "HTTP templates are run by Argo's agent; use a container running curl.", when(func(t *workflow.Template) bool { return t.HTTP != nil })},
+		{"plugin", Refused, "plugin templates are run by Argo's executor plugins.", when(func(t *workflow.Template) bool { return t.Plugin != nil })},
+		{"outputs.parameters[].valueFrom", Refused, "wait reads valueFrom.path (and valueFrom.default); jsonPath, jqFilter, event, parameter, supplied, configMapKeyRef and expression are resolved by Argo's controller or resource templates.", valueFromSources},
+		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under workflow-controller; use s3, http or raw.", artifactFields},
+	}
+}
+
+// when adapts a whole-template test to Field.set.
+func when(f func(*workflow.Template) bool) func(*workflow.Template) []string {
+	return func(t *workflow.Template) []string {
+		if f(t) {
+			return []string{""}
+		}
+		return nil
+	}
+}
+
+func globalNames(t *workflow.Template) []string {
+	var at []string
+	for i, p := range t.Outputs.Parameters {
+		if p.GlobalName != "" {
+			at = append(at, fmt.Sprintf("outputs.parameters[%d].globalName", i))
+		}
+	}
+	for i, a := range t.Outputs.Artifacts {
+		if a.GlobalName != "" {
+			at = append(at, fmt.Sprintf("outputs.artifacts[%d].globalName", i))
+		}
+	}
+	return at
+}
+
+func inputParams(f func(workflow.Parameter) bool, name string) func(*workflow.Template) []string {
+	return func(t *workflow.Template) []string {
+		var at []string
+		for i, p := range t.Inputs.Parameters {
+			if f(p) {
+				at = append(at, fmt.Sprintf("inputs.parameters[%d].%s", i, name))
+			}
+		}
+		return at
+	}
+}
+
+func valueFromSources(t *workflow.Template) []string {
+	var at []string
+	for i, p := range t.Outputs.Parameters {
+		v := p.ValueFrom
+		if v == nil {
+			continue
+		}
+		for _, s := range []struct {
+			name string
+			set  bool
+		}{
+			{"jsonPath", v.JSONPath != ""}, {"jqFilter", v.JQFilter != ""}, {"event", v.Event != ""},
+			{"parameter", v.Parameter != ""}, {"supplied", v.Supplied != nil}, {"configMapKeyRef", v.ConfigMapKeyRef != nil},
+			{"expression", v.Expression != ""},
+		} {
+			if s.set {
+				at = append(at, fmt.Sprintf("outputs.parameters[%d].valueFrom.%s", i, s.name))
+			}
+		}
+	}
+	return at
+}
+
+func artifactFields(t *workflow.Template) []string {
+	var at []string
+	check := func(key string, arts []workflow.Artifact) {
+		for i, a := range arts {
+			for _, s := range []struct {
+				name string
+				set  bool
+			}{
+				{"from", a.From != ""}, {"fromExpression", a.FromExpression != ""}, {"subPath", a.SubPath != ""},
+				{"mode", a.Mode != nil}, {"recurseMode", a.RecurseMode}, {"archiveLogs", a.ArchiveLogs != nil},
+				{"archive.zip", a.Archive != nil && a.Archive.Zip != nil},
+				{"git", a.Git != nil}, {"artifactory", a.Artifactory != nil}, {"hdfs", a.HDFS != nil},
+				{"oss", a.OSS != nil}, {"gcs", a.GCS != nil},
+			} {
+				if s.set {
+					at = append(at, fmt.Sprintf("%s.artifacts[%d].%s", key, i, s.name))
+				}
+			}
+		}
+	}
+	check("inputs", t.Inputs.Artifacts)
+	check("outputs", t.Outputs.Artifacts)
+	return at
+}
+
+// refuseUnsupported returns one error per refused field that t sets, each
+// naming the field, and the paths of the ignored fields it sets.
+func refuseUnsupported(t *workflow.Template) (ignored []string, err error) {
+	var errs []error
+	for _, f := range Fields() {
+		for _, at := range f.set(t) {
+			if at == "" {
+				at = f.Path
+			}
+			switch f.Handling {
+			case Refused:
+				errs = append(errs, fmt.Errorf("%s: not supported by workflow-controller run; Argo's controller handles it (%s)", at, f.Why))
+			case Ignored:
+				ignored = append(ignored, at)
+			}
+		}
+	}
+	return ignored, errors.Join(errs...)
+}
