@@ -25,33 +25,13 @@ type ArtifactDriver interface {
 	Save(ctx context.Context, localPath string, art wf.Artifact) (artifacts.Object, error)
 }
 
-// artifactDriver is the store as an ArtifactDriver. NewWorkflowExecutor
-// still takes an ArtifactStore: one that is not also an ArtifactDriver is
-// taken as the repository's bucket, addressed by key, behind a Store that
-// allows only that bucket. With no store, raw and http inputs still load.
+// artifactDriver is the flows' driver: the one cmd/ built for the
+// protocol, else one for raw and http inputs only (no repository).
 func (we *WorkflowExecutor) artifactDriver() ArtifactDriver {
-	if d, ok := we.store.(ArtifactDriver); ok {
-		return d
-	}
-	var cfg artifacts.StoreConfig
 	if we.store != nil {
-		cfg.S3 = keyedStore{we.store}
-		if r := we.cfg.Repository; r != nil && r.S3 != nil {
-			cfg.Allow = artifacts.RepositoryOnly(r.S3.S3Bucket)
-		}
+		return we.store
 	}
-	return artifacts.NewStore(cfg, we.log)
-}
-
-// keyedStore is an ArtifactStore as the S3 driver of a Store: objects by key.
-type keyedStore struct{ s ArtifactStore }
-
-func (k keyedStore) Load(ctx context.Context, art wf.Artifact, localPath string) error {
-	return k.s.Get(ctx, art.S3.Key, localPath)
-}
-
-func (k keyedStore) Save(ctx context.Context, localPath string, art wf.Artifact) (artifacts.Object, error) {
-	return k.s.Put(ctx, art.S3.Key, localPath)
+	return artifacts.NewStore(artifacts.StoreConfig{}, we.log)
 }
 
 // loadInputArtifacts puts every input artifact where main finds it.
@@ -93,21 +73,15 @@ func (we *WorkflowExecutor) loadArtifact(ctx context.Context, d ArtifactDriver, 
 	return d.Load(ctx, a, dest)
 }
 
-// collectArtifacts archives every output artifact and uploads it.
+// collectArtifacts archives every output artifact and uploads it where
+// the protocol's ArtifactLocator says.
 func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOutputs) error {
 	arts := we.cfg.Template.Outputs.Artifacts
 	if len(arts) == 0 {
 		return nil
 	}
-	if we.store == nil || we.cfg.Repository == nil || we.cfg.Repository.S3 == nil {
-		names := make([]string, len(arts))
-		for i, a := range arts {
-			names[i] = a.Name
-		}
-		return fmt.Errorf("output artifacts %s need an artifact repository: set artifactRepository.s3 in the workflow-controller ConfigMap", strings.Join(names, ", "))
-	}
 	d := we.artifactDriver()
-	var errs []error
+	var errs, missingRepo []error
 	for _, a := range arts {
 		saved, err := we.saveArtifact(ctx, d, a)
 		switch {
@@ -115,15 +89,55 @@ func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOu
 			out.Artifacts = append(out.Artifacts, *saved)
 		case errors.Is(err, ErrOutputMissing) && a.Optional:
 			we.log.WithField("artifact", a.Name).Infof("optional artifact: %s does not exist; skipped", a.Path)
+		case errors.Is(err, errNoRepository):
+			missingRepo = append(missingRepo, err)
 		default:
 			errs = append(errs, fmt.Errorf("output artifact %q (%s): %w", a.Name, a.Path, err))
 		}
 	}
+	if len(missingRepo) > 0 {
+		names := make([]string, len(missingRepo))
+		for i, err := range missingRepo {
+			names[i] = strings.TrimSuffix(err.Error(), ": "+errNoRepository.Error())
+		}
+		errs = append(errs, fmt.Errorf("output artifacts %s need an artifact repository: %s", strings.Join(names, ", "), we.noRepositoryHint()))
+	}
 	return errors.Join(errs...)
+}
+
+// noRepositoryHint says where the repository is configured, per protocol.
+func (we *WorkflowExecutor) noRepositoryHint() string {
+	if _, ok := we.locator().(ArchiveLocationLocator); ok {
+		return "the template has no archiveLocation: set artifactRepository in Argo's workflow-controller-configmap (or an artifactRepositoryRef), or give each artifact its own s3 location"
+	}
+	return "set artifactRepository.s3 in the workflow-controller ConfigMap"
+}
+
+// locator is the protocol's ArtifactLocator, else our ConfigMap's.
+func (we *WorkflowExecutor) locator() ArtifactLocator {
+	if l := we.cfg.Protocol.Artifacts; l != nil {
+		return l
+	}
+	var repo *wf.S3ArtifactRepository
+	if we.cfg.Repository != nil {
+		repo = we.cfg.Repository.S3
+	}
+	return KeyFormatLocator{Repository: repo}
 }
 
 func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, a wf.Artifact) (*wf.Artifact, error) {
 	start := time.Now()
+	upload, reported, err := we.locator().Locate(a, KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
+		PodNamespace: we.cfg.PodNamespace, TemplateName: we.cfg.Template.Name})
+	if errors.Is(err, errNoRepository) {
+		return nil, fmt.Errorf("%s: %w", a.Name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if we.store == nil {
+		return nil, fmt.Errorf("%s: %w", a.Name, errNoRepository)
+	}
 	dir, err := os.MkdirTemp(we.cfg.TempDir, "artifact-")
 	if err != nil {
 		return nil, err
@@ -139,28 +153,13 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 			return nil, err
 		}
 	}
-	repo := we.cfg.Repository.S3
-	format := repo.KeyFormat
-	if format == "" {
-		format = wf.DefaultKeyFormat
-	}
-	key, err := wf.ExpandKeyFormat(format, map[string]string{
-		wf.KeyVarWorkflowName: we.cfg.WorkflowName, wf.KeyVarPodName: we.cfg.PodName,
-		wf.KeyVarPodNamespace: we.cfg.PodNamespace, wf.KeyVarTemplateName: we.cfg.Template.Name,
-		wf.KeyVarArtifactName: a.Name,
-	})
+	obj, err := d.Save(ctx, local, upload)
 	if err != nil {
 		return nil, err
 	}
-	saved := a
-	saved.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: repo.Endpoint, Bucket: repo.Bucket, Region: repo.Region, Insecure: repo.Insecure}, Key: key}
-	obj, err := d.Save(ctx, local, saved)
-	if err != nil {
-		return nil, err
-	}
-	we.log.WithFields(map[string]any{"artifact": a.Name, "key": key, "bytes": obj.Size, "sha256": obj.SHA256,
+	we.log.WithFields(map[string]any{"artifact": a.Name, "key": upload.S3.Key, "bytes": obj.Size, "sha256": obj.SHA256,
 		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
-	return &saved, nil
+	return &reported, nil
 }
 
 // archiveOutput writes main's path p as a .tgz at dest: from the volume
@@ -168,7 +167,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 // long one logs its progress, sampling the size of dest as it grows (there
 // is no hook in the ContainerRuntimeExecutor interface, and none is needed).
 func (we *WorkflowExecutor) archiveOutput(ctx context.Context, p, dest string, level int) error {
-	prog := artifacts.ProgressConfig{Every: we.cfg.ProgressEvery}.Start(we.log.WithField("path", p), "archiving output", 0)
+	prog := artifacts.ProgressConfig{Every: we.cfg.ProgressEvery, Clock: we.cfg.Clock}.Start(we.log.WithField("path", p), "archiving output", 0)
 	stop := prog.Poll(func() (int64, error) {
 		st, err := os.Stat(dest)
 		if err != nil {

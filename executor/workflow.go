@@ -13,15 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
-	"github.com/argoexec/argoexec/pkg/artifacts"
 )
-
-// ArtifactStore is where wait uploads output artifacts and init downloads
-// input artifacts (pkg/artifacts.S3 implements it).
-type ArtifactStore interface {
-	Put(ctx context.Context, key, localPath string) (artifacts.Object, error)
-	Get(ctx context.Context, key, localPath string) error
-}
 
 // OutputReporter publishes what wait collected (PodReporter writes it to the
 // pod's outputs annotation).
@@ -52,6 +44,9 @@ type Protocol struct {
 	// before saving; without it SIGTERM comes from the kubelet, which is
 	// already stopping every container.
 	SignalStopsMain bool
+	// Artifacts says where output artifacts go and how the report names
+	// them; nil means KeyFormatLocator over WorkflowConfig.Repository.
+	Artifacts ArtifactLocator
 	// Deadline is when main must have exited (Argo's ARGO_DEADLINE); zero
 	// means only the template's activeDeadlineSeconds bounds it.
 	Deadline time.Time
@@ -98,12 +93,12 @@ type WorkflowConfig struct {
 	// stops when only this much is left. Zero means 5 s.
 	ReportReserve time.Duration
 	// ProgressEvery is how often a long output archive logs its size and
-	// rate; zero means 5 s.
+	// rate; zero means artifacts.DefaultProgressEvery.
 	ProgressEvery time.Duration
 	// Clock tells the time the save window and the deadline are measured
 	// from; nil means the real clock. (Context deadlines still expire on
 	// the real one.)
-	Clock clock.PassiveClock
+	Clock clock.WithTicker
 	// StopTimeout bounds stopping main after the template's deadline (Kill
 	// with half of KillGrace, and the status reads around it), within
 	// SaveTimeout; zero means KillGrace.
@@ -115,14 +110,14 @@ type WorkflowConfig struct {
 type WorkflowExecutor struct {
 	cfg      WorkflowConfig
 	runtime  ContainerRuntimeExecutor
-	store    ArtifactStore
+	store    ArtifactDriver
 	reporter OutputReporter
 	log      *logrus.Entry
 }
 
 // NewWorkflowExecutor returns a WorkflowExecutor. runtime may be nil for init,
 // store may be nil when no artifacts are used, reporter may be nil for init.
-func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, store ArtifactStore, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
+func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, store ArtifactDriver, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
 	if cfg.MaxResultBytes == 0 {
 		cfg.MaxResultBytes = wf.MaxFileBytes
 	}
@@ -134,9 +129,6 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, s
 	}
 	if cfg.ReportReserve == 0 {
 		cfg.ReportReserve = min(5*time.Second, cfg.SaveTimeout/4)
-	}
-	if cfg.ProgressEvery == 0 {
-		cfg.ProgressEvery = 5 * time.Second
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = cfg.KillGrace

@@ -39,14 +39,16 @@ func testLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// memStore is an in-memory ArtifactStore.
+// memStore is an in-memory S3 driver: objects by key. Tests hand the flows
+// storeOf(m), a Store over it, so tarballs are unpacked as in a pod.
 type memStore struct {
 	mu      sync.Mutex
 	objects map[string][]byte
 	putErr  error
 }
 
-func (m *memStore) Put(_ context.Context, key, local string) (artifacts.Object, error) {
+func (m *memStore) Save(_ context.Context, local string, art wf.Artifact) (artifacts.Object, error) {
+	key := art.S3.Key
 	if m.putErr != nil {
 		return artifacts.Object{}, m.putErr
 	}
@@ -63,7 +65,8 @@ func (m *memStore) Put(_ context.Context, key, local string) (artifacts.Object, 
 	return artifacts.Object{Key: key, Size: int64(len(b))}, nil
 }
 
-func (m *memStore) Get(_ context.Context, key, local string) error {
+func (m *memStore) Load(_ context.Context, art wf.Artifact, local string) error {
+	key := art.S3.Key
 	m.mu.Lock()
 	b, ok := m.objects[key]
 	m.mu.Unlock()
@@ -71,6 +74,11 @@ func (m *memStore) Get(_ context.Context, key, local string) error {
 		return fmt.Errorf("get %s: %w", key, artifacts.ErrNotFound)
 	}
 	return os.WriteFile(local, b, 0o644)
+}
+
+// storeOf is a Store whose S3 driver is m, limited to repo()'s bucket.
+func storeOf(m *memStore) *artifacts.Store {
+	return artifacts.NewStore(artifacts.StoreConfig{S3: m, Allow: artifacts.RepositoryOnly(repo().S3.S3Bucket)}, testLog())
 }
 
 // recorder is an OutputReporter that keeps what it was given.
@@ -344,7 +352,7 @@ func TestWaitArtifacts(t *testing.T) {
 	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{
 		Template: tmpl, Repository: repo(), WorkflowName: "wf", PodName: "pod",
 		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}),
-	}, fake, store, rep, testLog())
+	}, fake, storeOf(store), rep, testLog())
 	err := we.Wait(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `output artifact "required" (/work/nothing)`) || strings.Contains(err.Error(), `"maybe"`) {
 		t.Fatalf("err = %v; want only the required missing artifact named", err)
@@ -599,7 +607,7 @@ func TestInit(t *testing.T) {
 		{Name: "elsewhere", Path: "/in/e", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "other"}, Key: "k"}},
 	}
 	varRun, inputs := t.TempDir(), t.TempDir()
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, store, nil, testLog())
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
 	err := we.Init(context.Background())
 	for _, want := range []string{`input artifact "broken": http: GET ` + srv.URL + `/broken: 502 Bad Gateway: backend down`, `input artifact "hostile"`, "unsafe archive entry", `input artifact "elsewhere": s3://other/k`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -673,7 +681,7 @@ func TestArchiveProgress(t *testing.T) {
 			}
 			log, hook := logtest.NewNullLogger()
 			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), ProgressEvery: tt.every},
-				fake, &memStore{}, &recorder{}, logrus.NewEntry(log))
+				fake, storeOf(&memStore{}), &recorder{}, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -704,7 +712,7 @@ func TestArchiveProgress(t *testing.T) {
 // when the report does, not when collecting did.
 func TestWaitReportAfterLongCollection(t *testing.T) {
 	tmpl := &wf.Template{Container: &corev1.Container{}, Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "big", Path: "/tmp/big"}}}}
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := clocktesting.NewFakeClock(time.Now())
 	fake := &executortest.Fake{
 		CopyFileFunc: func(_ context.Context, _, _, dest string, _ int) error {
 			clk.SetTime(clk.Now().Add(time.Hour)) // a long copy
@@ -715,7 +723,7 @@ func TestWaitReportAfterLongCollection(t *testing.T) {
 	rep := &ctxRecorder{check: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
 	save := 20 * time.Second
 	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), SaveTimeout: save, Clock: clk},
-		fake, &memStore{}, rep, testLog())
+		fake, storeOf(&memStore{}), rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}

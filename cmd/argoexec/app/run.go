@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -44,7 +42,7 @@ func runInit(ctx context.Context, o *InitOptions) error {
 // executor's settings, where artifacts go, and how outputs are reported.
 type flowParts struct {
 	cfg      executor.WorkflowConfig
-	store    executor.ArtifactStore
+	store    executor.ArtifactDriver
 	reporter executor.OutputReporter
 }
 
@@ -116,11 +114,11 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 	if err := os.MkdirAll(p.cfg.TempDir, 0o700); err != nil {
 		return p, fmt.Errorf("create scratch directory %s on the %s emptyDir: %w", p.cfg.TempDir, wf.VarRunArgoVolume, err)
 	}
-	repo, store, err := argoArchiveLocation(tmpl, wf.ArgoSecretsPath, log)
+	locator, store, err := argoArtifacts(tmpl, wf.ArgoSecretsPath, log)
 	if err != nil {
 		return p, err
 	}
-	p.cfg.Repository, p.store = repo, store
+	p.cfg.Protocol.Artifacts, p.store = locator, store
 	if restCfg != nil {
 		dyn, err := dynamic.NewForConfig(restCfg)
 		if err != nil {
@@ -135,46 +133,27 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 	return p, nil
 }
 
-// argoArchiveLocation turns the template's archiveLocation, which Argo's
-// controller fills with the repository and this node's key prefix, into the
-// repository outputs go to: keys KEY/NAME.tgz, as Argo's argoexec writes
-// them. Credentials are the secret files Argo's controller mounts under
-// secretsDir/NAME/KEY (no secrets RBAC needed).
-func argoArchiveLocation(tmpl *wf.Template, secretsDir string, log *logrus.Entry) (*wf.ArtifactRepository, executor.ArtifactStore, error) {
-	loc := tmpl.ArchiveLocation
-	if loc == nil || loc.S3 == nil {
-		return nil, nil, nil
+// argoArtifacts is how artifacts move under Argo's controller: inputs
+// carry their own location (what they leave out is filled from the
+// template's archiveLocation, which Argo's controller fills with the
+// repository and this node's key prefix), outputs go to the archiveLocation
+// as Argo's argoexec writes them (see executor.ArchiveLocationLocator), and
+// credentials are the secret files the controller mounts under secretsDir
+// for each secret an artifact names (no secrets RBAC).
+func argoArtifacts(tmpl *wf.Template, secretsDir string, log *logrus.Entry) (executor.ArtifactLocator, executor.ArtifactDriver, error) {
+	var def *wf.S3Artifact
+	if loc := tmpl.ArchiveLocation; loc != nil && loc.S3 != nil {
+		def = loc.S3
 	}
-	s3 := loc.S3
-	access, err := readArgoSecret(secretsDir, s3.AccessKeySecret)
+	cfg := artifacts.S3Config{Credentials: artifacts.SecretFiles{Root: secretsDir}}
+	if def != nil {
+		cfg.Default = def.S3Bucket
+	}
+	s3, err := artifacts.NewS3(cfg, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("the template's archiveLocation: %w", err)
 	}
-	secret, err := readArgoSecret(secretsDir, s3.SecretKeySecret)
-	if err != nil {
-		return nil, nil, err
-	}
-	repo := &wf.ArtifactRepository{S3: &wf.S3ArtifactRepository{S3Bucket: s3.S3Bucket,
-		KeyFormat: strings.TrimSuffix(s3.Key, "/") + "/{{" + wf.KeyVarArtifactName + "}}.tgz"}}
-	s3Driver, err := artifacts.NewS3(artifacts.S3Config{Default: s3.S3Bucket, Credentials: artifacts.StaticKeys{AccessKey: access, SecretKey: secret}}, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return repo, artifacts.NewStore(artifacts.StoreConfig{S3: s3Driver, Allow: artifacts.RepositoryOnly(s3.S3Bucket)}, log), nil
-}
-
-// readArgoSecret reads one key of a secret Argo's controller mounted for an
-// artifact; a nil selector is no credential.
-func readArgoSecret(dir string, sel *corev1.SecretKeySelector) (string, error) {
-	if sel == nil || sel.Name == "" {
-		return "", nil
-	}
-	p := filepath.Join(dir, sel.Name, sel.Key)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", fmt.Errorf("read artifact credential %s (key %q of secret %q, which Argo's controller mounts for the template's archiveLocation; check that the secret exists in the workflow's namespace): %w", p, sel.Key, sel.Name, err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return executor.ArchiveLocationLocator{Location: def}, artifacts.NewStore(artifacts.StoreConfig{S3: s3}, log), nil
 }
 
 // loadTemplate decodes the template from the environment or its file.
@@ -200,7 +179,7 @@ func (o *commonOptions) loadTemplate() (*wf.Template, error) {
 // artifactRepository reads the repository our pod builder passed in
 // ARGO_ARTIFACT_REPOSITORY and its credentials; none is not an error until
 // an artifact needs it.
-func artifactRepository(o *commonOptions, log *logrus.Entry) (*wf.ArtifactRepository, executor.ArtifactStore, error) {
+func artifactRepository(o *commonOptions, log *logrus.Entry) (*wf.ArtifactRepository, executor.ArtifactDriver, error) {
 	if o.ArtifactRepository == "" {
 		return nil, nil, nil
 	}
