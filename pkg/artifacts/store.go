@@ -158,23 +158,6 @@ func (s *Store) Save(ctx context.Context, localPath string, art wf.Artifact) (Ob
 	return d.Save(ctx, localPath, art)
 }
 
-// Put stores the local file localPath at key in the default S3 bucket
-// (S3Config.Default), for callers that address the repository by key.
-func (s *Store) Put(ctx context.Context, key, localPath string) (Object, error) {
-	return s.Save(ctx, localPath, wf.Artifact{Name: key, S3: &wf.S3Artifact{Key: key}})
-}
-
-// Get fetches key of the default S3 bucket into the local file localPath,
-// as stored.
-func (s *Store) Get(ctx context.Context, key, localPath string) error {
-	art := wf.Artifact{Name: key, S3: &wf.S3Artifact{Key: key}}
-	d, err := s.driver(art)
-	if err != nil {
-		return err
-	}
-	return d.Load(ctx, art, localPath)
-}
-
 func rename(from, to string) error {
 	if err := os.Rename(from, to); err != nil {
 		return fmt.Errorf("move the artifact to %s: %w", to, err)
