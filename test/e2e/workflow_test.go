@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -352,8 +353,8 @@ func (e *wfEnv) testScriptResult(t *testing.T) {
 	if r.outputs == nil || r.outputs.Result == nil || *r.outputs.Result != "hello from the script\n7" {
 		t.Fatalf("result = %+v", r.outputs)
 	}
-	if r.outputs.ExitCode == nil || *r.outputs.ExitCode != 0 {
-		t.Errorf("exitCode = %v", r.outputs.ExitCode)
+	if r.outputs.ExitCode != nil {
+		t.Errorf("exitCode %d in the report: wait must not wait for it (the controller reads main's status)", *r.outputs.ExitCode)
 	}
 	t.Logf("main exited -> pod finished seen at +%s", r.finished.Sub(r.mainExited).Round(time.Millisecond))
 }
@@ -372,8 +373,8 @@ func (e *wfEnv) testParameters(t *testing.T) {
 	if got := r.param(t, "fallback"); got != "the default" {
 		t.Errorf("fallback = %q", got)
 	}
-	if r.outputs.ExitCode == nil || *r.outputs.ExitCode != 3 {
-		t.Errorf("exitCode = %v, want 3", r.outputs.ExitCode)
+	if code := app.MainExitCode(r.pod); code == nil || *code != 3 {
+		t.Errorf("main's exit code in its status = %v, want 3", code)
 	}
 	if r.pod.Status.Phase != corev1.PodFailed {
 		t.Errorf("phase %s, want Failed (main exited 3)", r.pod.Status.Phase)

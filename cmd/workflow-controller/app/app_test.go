@@ -175,8 +175,11 @@ func finishOnCreate(client *fake.Clientset, phase corev1.PodPhase, outputs strin
 		if outputs != "" {
 			pod.Annotations[workflow.AnnotationOutputs] = outputs
 		}
-		if phase == corev1.PodFailed {
+		switch phase {
+		case corev1.PodFailed:
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}
+		case corev1.PodSucceeded:
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
 		}
 		return false, nil, nil
 	})
@@ -214,12 +217,11 @@ func runWithFake(t *testing.T, client *fake.Clientset, extra ...string) (string,
 
 func TestRunSucceeded(t *testing.T) {
 	client := fake.NewClientset()
-	code, result := 0, "42\n"
+	result := "42\n"
 	outputs, _ := json.Marshal(workflow.NodeOutputs{
 		Parameters: []workflow.Parameter{{Name: "answer", Value: workflow.AnyStringPtr("42")}, {Name: "missing-with-default", Value: workflow.AnyStringPtr("none")}},
 		Artifacts:  []workflow.Artifact{{Name: "data", S3: &workflow.S3Artifact{S3Bucket: workflow.S3Bucket{Bucket: "b"}, Key: "wf/pod/data.tgz"}}},
 		Result:     &result,
-		ExitCode:   &code,
 	})
 	finishOnCreate(client, corev1.PodSucceeded, string(outputs))
 	out, err := runWithFake(t, client, "rm", "")
@@ -232,7 +234,7 @@ func TestRunSucceeded(t *testing.T) {
 		"parameter  missing-with-default  none",
 		"artifact   data                  s3://b/wf/pod/data.tgz",
 		"result                           42",
-		"exitCode                         0",
+		"exitCode                         0 (main's status)",
 		"created -> finished",
 	} {
 		if !strings.Contains(out, want) {

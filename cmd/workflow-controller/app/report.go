@@ -23,7 +23,7 @@ const maxValueWidth = 120
 func printReport(out io.Writer, res *result) {
 	pod := res.pod
 	fmt.Fprintf(out, "pod %s/%s (executor %s): %s\n", pod.Namespace, pod.Name, res.executor, phaseOf(pod))
-	PrintOutputs(out, pod.Annotations[workflow.AnnotationOutputs])
+	PrintOutputs(out, pod.Annotations[workflow.AnnotationOutputs], MainExitCode(pod))
 	printTimings(out, res)
 }
 
@@ -34,9 +34,23 @@ func phaseOf(pod *corev1.Pod) string {
 	return string(pod.Status.Phase)
 }
 
+// MainExitCode is main's exit code from the pod's status, where the
+// controller reads it (wait's report does not carry it); nil while main has
+// not terminated.
+func MainExitCode(pod *corev1.Pod) *int {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == workflow.MainContainerName && cs.State.Terminated != nil {
+			code := int(cs.State.Terminated.ExitCode)
+			return &code
+		}
+	}
+	return nil
+}
+
 // PrintOutputs prints an outputs annotation (workflows.argoproj.io/outputs)
-// as a table: `run` prints it, and so does hack/tools/dockernode.
-func PrintOutputs(out io.Writer, annotation string) {
+// as a table, with main's exit code from its status (nil: not known):
+// `run` prints it, and so does hack/tools/dockernode.
+func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 	if annotation == "" {
 		fmt.Fprintf(out, "outputs: none reported (no %s annotation)\n", workflow.AnnotationOutputs)
 		return
@@ -66,8 +80,8 @@ func PrintOutputs(out io.Writer, annotation string) {
 		}
 		fmt.Fprintf(tw, "  result\t\t%s\n", r)
 	}
-	if o.ExitCode != nil {
-		fmt.Fprintf(tw, "  exitCode\t\t%d\n", *o.ExitCode)
+	if exitCode != nil {
+		fmt.Fprintf(tw, "  exitCode\t\t%d (main's status)\n", *exitCode)
 	}
 	tw.Flush()
 }

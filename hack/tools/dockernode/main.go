@@ -502,7 +502,8 @@ func (n *node) runPod(ctx context.Context) (bool, error) {
 		phase = "Failed"
 	}
 	fmt.Printf("pod %s/%s (executor docker, on dockernode): %s\n", n.pod.Namespace, n.pod.Name, phase)
-	app.PrintOutputs(os.Stdout, p.Annotations[workflow.AnnotationOutputs])
+	mainCode := codes[workflow.MainContainerName]
+	app.PrintOutputs(os.Stdout, p.Annotations[workflow.AnnotationOutputs], &mainCode)
 	fmt.Println("timings:")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, c := range spec.Containers {
