@@ -86,7 +86,6 @@ func (b *builder) executorEnv() []corev1.EnvVar {
 		fieldEnv(workflow.EnvPodName, "metadata.name"),
 		fieldEnv(workflow.EnvPodNamespace, "metadata.namespace"),
 		fieldEnv(workflow.EnvPodUID, "metadata.uid"),
-		fieldEnv(workflow.EnvNodeName, "spec.nodeName"),
 		{Name: workflow.EnvWorkflowName, Value: b.meta.WorkflowName},
 		{Name: workflow.EnvContainerRuntimeExecutor, Value: b.backend},
 		{Name: workflow.EnvSidecarMode, Value: b.cfg.SidecarMode},

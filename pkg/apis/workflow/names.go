@@ -14,8 +14,6 @@ const (
 	EnvPodNamespace = "ARGO_POD_NAMESPACE"
 	// EnvPodUID is the UID of the workflow pod (downward API metadata.uid).
 	EnvPodUID = "ARGO_POD_UID"
-	// EnvNodeName is the node the pod runs on (downward API spec.nodeName).
-	EnvNodeName = "ARGO_NODE_NAME"
 	// EnvContainerRuntimeExecutor names the backend wait uses: k8sapi, kubelet or docker.
 	EnvContainerRuntimeExecutor = "ARGO_CONTAINER_RUNTIME_EXECUTOR"
 	// EnvTemplatePath is the file holding the template as JSON. The pod builder
@@ -214,7 +212,6 @@ func EnvVars() []EnvDoc {
 		{EnvPodName, "init, wait", "Name of the workflow pod (downward API metadata.name)."},
 		{EnvPodNamespace, "init, wait", "Namespace of the pod (downward API metadata.namespace); falls back to the service account's namespace file."},
 		{EnvPodUID, "init, wait", "UID of the pod (downward API metadata.uid); the docker backend matches it."},
-		{EnvNodeName, "init, wait", "Node the pod runs on (downward API spec.nodeName)."},
 		{EnvContainerRuntimeExecutor, "init, wait", "Backend: k8sapi, kubelet or docker (picked by the ConfigMap and the workflow's labels)."},
 		{EnvTemplatePath, "init, wait", "File holding the template JSON; default " + TemplateFile + ", projected from the pod annotation " + AnnotationTemplate + "."},
 		{EnvSidecarMode, "init, wait", "native or legacy (ConfigMap sidecarMode); in legacy mode wait kills the sidecars."},
