@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
@@ -263,30 +260,6 @@ func unwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
-	}
-}
-
-func TestLoadLive(t *testing.T) {
-	ctx := context.Background()
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: "argo"},
-		Data:       map[string]string{ConfigKey: "containerRuntimeExecutor: docker\n"},
-	}
-	client := fake.NewClientset(cm, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "argo"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "argo"}, Data: map[string]string{ConfigKey: "sidecarMode: x\n"}})
-
-	c, err := Load(ctx, client, "argo", ConfigMapName)
-	if err != nil || c.ContainerRuntimeExecutor != "docker" || c.KubeletPort != workflow.DefaultKubeletPort {
-		t.Errorf("Load = %+v, %v; want docker with defaults", c, err)
-	}
-	if c, err := Load(ctx, client, "argo", "empty"); err != nil || !cmp.Equal(c, Default()) {
-		t.Errorf("Load of a ConfigMap without config key = %+v, %v; want defaults", c, err)
-	}
-	if _, err := Load(ctx, client, "argo", "bad"); err == nil || !strings.Contains(err.Error(), "argo/bad key config: validate config: sidecarMode") {
-		t.Errorf("Load of a bad ConfigMap: error = %v", err)
-	}
-	if _, err := Load(ctx, client, "argo", "missing"); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "argo/missing") {
-		t.Errorf("Load of a missing ConfigMap: error = %v, want NotFound naming it", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -163,13 +160,4 @@ func LoadFile(path string) (*Config, error) {
 		return nil, fmt.Errorf("load config from %s: %w", path, err)
 	}
 	return c, nil
-}
-
-// Load reads the configuration from the live ConfigMap namespace/name.
-func Load(ctx context.Context, client kubernetes.Interface, namespace, name string) (*Config, error) {
-	cm, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("load config: get ConfigMap %s/%s: %w", namespace, name, err)
-	}
-	return FromConfigMap(cm)
 }
