@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -20,17 +21,18 @@ import (
 
 // runWait is what `argoexec wait` does once its options are valid.
 func runWait(ctx context.Context, o *WaitOptions) error {
-	flow, err := newFlow(ctx, &o.commonOptions, o.Log, true)
+	flow, closeBackend, err := newFlow(ctx, &o.commonOptions, o.Log, true)
 	if err != nil {
 		return err
 	}
 	defer logPeakRSS(o.Log)
+	defer closeBackend()
 	return flow.Wait(ctx)
 }
 
 // runInit is what `argoexec init` does once its options are valid.
 func runInit(ctx context.Context, o *InitOptions) error {
-	flow, err := newFlow(ctx, &o.commonOptions, o.Log, false)
+	flow, _, err := newFlow(ctx, &o.commonOptions, o.Log, false)
 	if err != nil {
 		return err
 	}
@@ -47,31 +49,41 @@ type flowParts struct {
 }
 
 // newFlow assembles a WorkflowExecutor from the options: the template, the
-// protocol's parts, and for wait the backend. This and protocolParts are the
-// only places that know which controller built the pod.
-func newFlow(ctx context.Context, o *commonOptions, log *logrus.Entry, forWait bool) (*executor.WorkflowExecutor, error) {
+// protocol's parts, and for wait the backend, with what releases the
+// backend's connections once the flow is done. This and protocolParts are
+// the only places that know which controller built the pod.
+func newFlow(ctx context.Context, o *commonOptions, log *logrus.Entry, forWait bool) (*executor.WorkflowExecutor, func(), error) {
+	none := func() {}
 	tmpl, err := o.loadTemplate()
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	var restCfg *rest.Config
 	if forWait {
 		if restCfg, err = restConfig(o.Backend.Kubeconfig); err != nil {
-			return nil, err
+			return nil, none, err
 		}
 	}
 	parts, err := o.protocolParts(tmpl, restCfg, log)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if !forWait {
-		return executor.NewWorkflowExecutor(parts.cfg, nil, parts.store, nil, log), nil
+		return executor.NewWorkflowExecutor(parts.cfg, nil, parts.store, nil, log), none, nil
 	}
 	runtime, err := newBackend(ctx, o, log)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
-	return executor.NewWorkflowExecutor(parts.cfg, runtime, parts.store, parts.reporter, log), nil
+	closeBackend := none
+	if c, ok := runtime.(io.Closer); ok {
+		closeBackend = func() {
+			if err := c.Close(); err != nil {
+				log.WithError(err).Debug("close the backend's connections")
+			}
+		}
+	}
+	return executor.NewWorkflowExecutor(parts.cfg, runtime, parts.store, parts.reporter, log), closeBackend, nil
 }
 
 // protocolParts builds the parts of the protocol o speaks. restCfg is nil
