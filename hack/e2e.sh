@@ -15,6 +15,8 @@
 #   ARGOEXEC_E2E_S3_ENDPOINT    http://10.88.0.1:7070 (versitygw; reachable from pods)
 #   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
 #   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
+#   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
+#                               ARGOEXEC_E2E_ARGO_IMAGES=upstream,ours adds our argoexec:dev rows
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
@@ -30,6 +32,11 @@ fi
 if ! "$HACK_DIR/images.sh" argoexec; then
   log "WARNING: argoexec:dev could not be built; tests that run it will fail (ErrImageNeverPull)"
   E2E_IMAGE_FAILED=1
+fi
+# the argo tier: Argo v3.3.8's own controllers (build cached), after argoexec:dev is imported
+if ! "$HACK_DIR/argo.sh" up; then
+  log "WARNING: hack/argo.sh up failed; the argo tier (TestArgo) will fail"
+  E2E_ARGO_FAILED=1
 fi
 log "testbed and images ready in $(( $(now_ms) - t0 )) ms"
 
@@ -47,10 +54,14 @@ export ARGOEXEC_E2E_DOCKER_SOCK=${ARGOEXEC_E2E_DOCKER_SOCK:-$DOCKER_SOCK}
 export ARGOEXEC_E2E_BUSYBOX_IMAGE=${ARGOEXEC_E2E_BUSYBOX_IMAGE:-busybox:local}
 export ARGOEXEC_E2E_EXECUTOR_IMAGE=${ARGOEXEC_E2E_EXECUTOR_IMAGE:-argoexec:dev}
 export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
+eval "$("$HACK_DIR/argo.sh" env)"
 
 rc=0
 go test -tags e2e -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-20m}" "$@" ./test/e2e/... || rc=$?
 if [ "${E2E_IMAGE_FAILED:-0}" = 1 ]; then
   log "e2e: argoexec:dev failed to build (see above)"; [ $rc = 0 ] && rc=1
+fi
+if [ "${E2E_ARGO_FAILED:-0}" = 1 ]; then
+  log "e2e: hack/argo.sh up failed (see above)"; [ $rc = 0 ] && rc=1
 fi
 exit $rc
