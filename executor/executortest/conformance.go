@@ -248,12 +248,11 @@ func (s *suite) copyMissing(t *testing.T) {
 
 func (s *suite) waitFinished(t *testing.T) {
 	ctx := s.ctx(t)
-	start := time.Now()
 	if err := s.x.Wait(ctx, []string{"exit0", "exit3"}); err != nil {
 		t.Fatalf("Wait(exit0, exit3): %v", err)
 	}
 	// They were long finished: a second Wait must return at once.
-	start = time.Now()
+	start := time.Now()
 	if err := s.x.Wait(ctx, []string{"exit0", "exit3"}); err != nil {
 		t.Fatalf("second Wait(exit0, exit3): %v", err)
 	}

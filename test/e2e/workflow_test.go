@@ -257,7 +257,6 @@ func watchPod(ctx context.Context, t *testing.T, e *wfEnv, name, rv string, done
 			if !ok {
 				continue
 			}
-			rv = p.ResourceVersion
 			if done(p) {
 				w.Stop()
 				return p
