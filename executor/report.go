@@ -83,3 +83,17 @@ func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
 	return fmt.Errorf("outputs are %d bytes, over the %d bytes left of the pod's %d-byte annotation budget; the biggest is %s: write large values to a file and declare it as an output artifact",
 		size, budget, wf.MaxAnnotationBytes, biggest)
 }
+
+// ReportProgress patches the pod annotation workflows.argoproj.io/progress
+// (N/M), the fallback of Argo's argoexec for progress when task results
+// are forbidden.
+func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{wf.AnnotationProgress: progress}}})
+	if err != nil {
+		return fmt.Errorf("encode progress patch: %w", err)
+	}
+	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch progress annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+	}
+	return nil
+}

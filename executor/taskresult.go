@@ -56,7 +56,7 @@ type taskResultOutputs struct {
 	Result     *string        `json:"result,omitempty"`
 }
 
-// Report creates or patches the task result.
+// Report creates or patches the task result's outputs.
 func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
 	o := taskResultOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result}
 	if len(o.Parameters) == 0 && len(o.Artifacts) == 0 && o.Result == nil {
@@ -70,10 +70,34 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 	if err := json.Unmarshal(b, &outMap); err != nil {
 		return fmt.Errorf("encode outputs: %w", err)
 	}
+	return r.upsert(ctx, "outputs", outMap, func() error {
+		if r.Fallback == nil {
+			return nil
+		}
+		return r.Fallback.Report(ctx, outputs)
+	})
+}
+
+// ReportProgress creates or patches the task result's progress (N/M), as
+// Argo's argoexec does on every ARGO_PROGRESS_PATCH_TICK_DURATION; on 403
+// it goes to the pod's progress annotation when Fallback can write one.
+func (r *TaskResultReporter) ReportProgress(ctx context.Context, progress string) error {
+	return r.upsert(ctx, "progress", progress, func() error {
+		if p, ok := r.Fallback.(ProgressReporter); ok {
+			return p.ReportProgress(ctx, progress)
+		}
+		return nil
+	})
+}
+
+// upsert creates the task result with field set to value, or merge-patches
+// that field when it exists; fallback runs instead on 403, when Fallback is
+// set.
+func (r *TaskResultReporter) upsert(ctx context.Context, field string, value any, fallback func() error) error {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "WorkflowTaskResult",
-		"outputs":    outMap,
+		field:        value,
 	}}
 	obj.SetName(r.NodeID)
 	obj.SetNamespace(r.Namespace)
@@ -85,12 +109,12 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 	// Argo v3.3.8 writes the non-canonical kind "pods"; its garbage
 	// collection works either way, and we match what its controller expects.
 	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "pods", Name: r.PodName, UID: types.UID(r.PodUID)}})
-	patch, err := json.Marshal(map[string]any{"outputs": outMap})
+	patch, err := json.Marshal(map[string]any{field: value})
 	if err != nil {
-		return fmt.Errorf("encode outputs patch: %w", err)
+		return fmt.Errorf("encode %s patch: %w", field, err)
 	}
 	res := r.Client.Resource(taskResultGVR()).Namespace(r.Namespace)
-	what := fmt.Sprintf("WorkflowTaskResult %s/%s", r.Namespace, r.NodeID)
+	what := fmt.Sprintf("%s of WorkflowTaskResult %s/%s", field, r.Namespace, r.NodeID)
 	clk := r.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -105,7 +129,7 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 		case err == nil:
 			return nil
 		case apierrors.IsForbidden(err) && r.Fallback != nil:
-			if ferr := r.Fallback.Report(ctx, outputs); ferr != nil {
+			if ferr := fallback(); ferr != nil {
 				return fmt.Errorf("write %s: %w; the fallback to the pod annotation failed too: %w", what, err, ferr)
 			}
 			return nil

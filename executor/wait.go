@@ -35,7 +35,9 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	var errs stepErrors
 	clk := we.cfg.Clock
 	start := clk.Now()
+	stopProgress := we.monitorProgress(ctx)
 	window := we.waitMain(ctx, &errs)
+	stopProgress()
 	msg := "main exited; collecting outputs"
 	if window.saving() {
 		msg = "saving what exists (main did not exit by itself)"

@@ -47,6 +47,8 @@ type Protocol struct {
 	// Artifacts says where output artifacts go and how the report names
 	// them; nil means KeyFormatLocator over WorkflowConfig.Repository.
 	Artifacts ArtifactLocator
+	// Progress is the self-reported progress monitor; zero means none.
+	Progress ProgressSettings
 	// Deadline is when main must have exited (Argo's ARGO_DEADLINE); zero
 	// means only the template's activeDeadlineSeconds bounds it.
 	Deadline time.Time

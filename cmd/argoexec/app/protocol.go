@@ -40,6 +40,11 @@ type ArgoOptions struct {
 	IncludeScriptOutput bool
 	// Deadline is when main must have exited; zero means none (ARGO_DEADLINE).
 	Deadline time.Time
+	// ProgressFile is where main may write N/M lines (ARGO_PROGRESS_FILE).
+	ProgressFile string
+	// ProgressFileTick and ProgressPatchTick are how often wait reads it and
+	// reports it; zero when the controller turned progress off.
+	ProgressFileTick, ProgressPatchTick time.Duration
 }
 
 // detectProtocol names the protocol the environment speaks. A mix of both
@@ -87,6 +92,21 @@ func (o *commonOptions) completeArgo(cmdName string, getenv func(string) string)
 		if !t.IsZero() {
 			o.Argo.Deadline = t
 		}
+	}
+	o.Argo.ProgressFile = getenv(wf.EnvArgoProgressFile)
+	for _, d := range []struct {
+		name string
+		into *time.Duration
+	}{{wf.EnvArgoProgressFileTick, &o.Argo.ProgressFileTick}, {wf.EnvArgoProgressPatchTick, &o.Argo.ProgressPatchTick}} {
+		v := getenv(d.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.ParseDuration(v)
+		if err != nil || t < 0 {
+			return usageErrorf("argoexec %s: %s=%q is not a duration (Argo's controller writes e.g. 3s or 1m0s)", cmdName, d.name, v)
+		}
+		*d.into = t
 	}
 	// Argo's controller injects user sidecars as plain containers: wait stops them.
 	o.SidecarMode = wf.SidecarModeLegacy

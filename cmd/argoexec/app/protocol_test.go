@@ -68,9 +68,11 @@ func TestArgoProtocolOptions(t *testing.T) {
 		{
 			name: "a deadline is parsed",
 			args: []string{"wait"},
-			env:  with(argoEnv(), wf.EnvArgoDeadline, "2026-12-01T10:00:00Z", wf.EnvArgoIncludeScriptOutput, "true"),
+			env: with(argoEnv(), wf.EnvArgoDeadline, "2026-12-01T10:00:00Z", wf.EnvArgoIncludeScriptOutput, "true",
+				wf.EnvArgoProgressFileTick, "3s", wf.EnvArgoProgressPatchTick, "1m0s"),
 			check: func(t *testing.T, o *WaitOptions) {
-				if !o.Argo.Deadline.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) || !o.Argo.IncludeScriptOutput {
+				if !o.Argo.Deadline.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) || !o.Argo.IncludeScriptOutput ||
+					o.Argo.ProgressFile != "/var/run/argo/progress" || o.Argo.ProgressFileTick != 3*time.Second || o.Argo.ProgressPatchTick != time.Minute {
 					t.Errorf("argo %+v", o.Argo)
 				}
 			},
@@ -80,6 +82,12 @@ func TestArgoProtocolOptions(t *testing.T) {
 			args:    []string{"wait"},
 			env:     with(argoEnv(), wf.EnvArgoDeadline, "tomorrow"),
 			wantErr: `ARGO_DEADLINE="tomorrow" is not an RFC 3339 time`,
+		},
+		{
+			name:    "a bad progress tick names the variable",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvArgoProgressFileTick, "often"),
+			wantErr: `ARGO_PROGRESS_FILE_TICK_DURATION="often" is not a duration`,
 		},
 		{
 			name:    "a mix of both protocols is refused, naming the variables",

@@ -136,11 +136,14 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 		if err != nil {
 			return p, fmt.Errorf("create Kubernetes client: %w", err)
 		}
-		p.reporter = &executor.TaskResultReporter{
+		tr := &executor.TaskResultReporter{
 			Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
 			WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
 			PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: podReporter,
 		}
+		p.reporter = tr
+		p.cfg.Protocol.Progress = executor.ProgressSettings{File: o.Argo.ProgressFile,
+			FileTick: o.Argo.ProgressFileTick, PatchTick: o.Argo.ProgressPatchTick, Reporter: tr}
 	}
 	return p, nil
 }

@@ -57,6 +57,9 @@ const (
 	AnnotationTemplate = "workflows.argoproj.io/template"
 	// AnnotationOutputs holds the outputs JSON that wait reports.
 	AnnotationOutputs = "workflows.argoproj.io/outputs"
+	// AnnotationProgress holds a step's self-reported progress (N/M) when
+	// Argo's task results are forbidden.
+	AnnotationProgress = "workflows.argoproj.io/progress"
 	// LabelContainerRuntimeExecutor on a workflow picks its backend directly.
 	LabelContainerRuntimeExecutor = "workflows.argoproj.io/container-runtime-executor"
 	// LabelWorkflow names the workflow a pod belongs to.
@@ -86,6 +89,11 @@ const (
 	EnvArgoContainerName = "ARGO_CONTAINER_NAME"
 	// EnvArgoProgressFile is where main may write N/M progress lines.
 	EnvArgoProgressFile = "ARGO_PROGRESS_FILE"
+	// EnvArgoProgressPatchTick is how often wait reports progress (a Go
+	// duration); set, with EnvArgoProgressFileTick, only when both are on.
+	EnvArgoProgressPatchTick = "ARGO_PROGRESS_PATCH_TICK_DURATION"
+	// EnvArgoProgressFileTick is how often wait reads the progress file.
+	EnvArgoProgressFileTick = "ARGO_PROGRESS_FILE_TICK_DURATION"
 	// EnvArgoTerminationGrace is the pod's terminationGracePeriodSeconds,
 	// set on wait only when the pod spec sets it.
 	EnvArgoTerminationGrace = "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"
