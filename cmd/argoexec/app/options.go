@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -58,6 +59,10 @@ type commonOptions struct {
 	TemplatePath string
 	SidecarMode  string
 	WorkflowName string
+	// KillGrace is how long stopped containers get between SIGTERM and
+	// SIGKILL (ARGO_TERMINATION_GRACE_PERIOD_SECONDS, the pod's
+	// terminationGracePeriodSeconds); zero means the flow's default.
+	KillGrace time.Duration
 	// ArtifactRepository is the repository as JSON, without credentials.
 	ArtifactRepository       string
 	S3AccessKey, S3SecretKey string
@@ -133,6 +138,13 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 	if o.Backend.DockerSockPath == "" {
 		o.Backend.DockerSockPath = wf.DefaultDockerSockPath
 	}
+	if v := getenv(wf.EnvArgoTerminationGrace); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return usageErrorf("argoexec %s: %s=%q is not a number of seconds", cmdName, wf.EnvArgoTerminationGrace, v)
+		}
+		o.KillGrace = time.Duration(n) * time.Second
+	}
 	if o.Protocol == protocolArgo {
 		return o.completeArgo(cmdName, getenv)
 	}
@@ -146,6 +158,10 @@ func (o *commonOptions) validate(cmdName string) error {
 	}
 	if o.Pod.Namespace == "" {
 		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, o.namespaceFile)
+	}
+	if e := o.Backend.Executor; e == "emissary" || e == "pns" {
+		return usageErrorf("argoexec %s: %s=%s: argoexec does not implement Argo's %s executor (Argo's default since v3.3 when its ConfigMap names none); set containerRuntimeExecutor: k8sapi or kubelet in workflow-controller-configmap, or select one per workflow with the label %s",
+			cmdName, wf.EnvContainerRuntimeExecutor, e, e, wf.LabelContainerRuntimeExecutor)
 	}
 	if !slices.Contains(wf.Executors(), o.Backend.Executor) {
 		return usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(wf.Executors(), ", "))

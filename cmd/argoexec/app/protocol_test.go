@@ -84,6 +84,22 @@ func TestArgoProtocolOptions(t *testing.T) {
 			wantErr: `ARGO_DEADLINE="tomorrow" is not an RFC 3339 time`,
 		},
 		{
+			name:    "Argo's default emissary executor is refused with what to set",
+			args:    []string{"wait"},
+			env:     with(argoEnv(), wf.EnvContainerRuntimeExecutor, "emissary"),
+			wantErr: "argoexec does not implement Argo's emissary executor (Argo's default since v3.3 when its ConfigMap names none); set containerRuntimeExecutor: k8sapi or kubelet",
+		},
+		{
+			name: "the pod's termination grace bounds sidecar kills",
+			args: []string{"wait"},
+			env:  with(argoEnv(), wf.EnvArgoTerminationGrace, "45"),
+			check: func(t *testing.T, o *WaitOptions) {
+				if o.KillGrace != 45*time.Second {
+					t.Errorf("KillGrace = %v, want 45s", o.KillGrace)
+				}
+			},
+		},
+		{
 			name:    "a bad progress tick names the variable",
 			args:    []string{"wait"},
 			env:     with(argoEnv(), wf.EnvArgoProgressFileTick, "often"),

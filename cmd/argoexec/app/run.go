@@ -91,7 +91,7 @@ func newFlow(ctx context.Context, o *commonOptions, log *logrus.Entry, forWait b
 func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, log *logrus.Entry) (flowParts, error) {
 	p := flowParts{cfg: executor.WorkflowConfig{
 		Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace, WorkflowName: o.WorkflowName,
-		SidecarMode: o.SidecarMode,
+		SidecarMode: o.SidecarMode, KillGrace: o.KillGrace,
 	}}
 	var podReporter *executor.PodReporter
 	if restCfg != nil {
