@@ -232,5 +232,15 @@ func EnvVars() []EnvDoc {
 		{EnvKubeletInsecure, "wait (kubelet)", "true skips verification of the kubelet's certificate (ConfigMap kubeletInsecure)."},
 		{EnvKubeletCAFile, "wait (kubelet)", "CA bundle for the kubelet's certificate (ConfigMap kubeletCAFile); empty means the service-account CA."},
 		{EnvDockerSockPath, "wait (docker)", "Docker Engine socket inside wait (ConfigMap dockerSockPath)."},
+		{EnvArgoTemplate, "Argo: every container", "The template JSON; its presence selects Argo's protocol (a mix with ARGO_TEMPLATE_PATH, ARGO_POD_NAMESPACE, ARGO_ARTIFACT_REPOSITORY, ARGO_S3_* or ARGO_SIDECAR_MODE is an error)."},
+		{EnvArgoNodeID, "Argo: every container", "Node ID: the name of the WorkflowTaskResult wait reports to."},
+		{EnvArgoIncludeScriptOutput, "Argo: every container", "true: wait reports main's stdout as the result (container and script templates)."},
+		{EnvArgoDeadline, "Argo: every container", "RFC 3339 time by which main must have exited (wait stops it then and saves); 0001-01-01T00:00:00Z means none."},
+		{EnvArgoInstanceID, "Argo: init, wait", "The controller's instanceID, labelled on the task result."},
+		{EnvArgoProgressFile, "Argo: every container", "File main may write N/M progress lines to; wait reports the last valid one."},
+		{EnvArgoProgressFileTick, "Argo: every container", "How often wait reads the progress file (Go duration)."},
+		{EnvArgoProgressPatchTick, "Argo: every container", "How often, at most, wait reports progress (Go duration)."},
+		{EnvArgoTerminationGrace, "Argo: wait", "The pod's terminationGracePeriodSeconds: grace between SIGTERM and SIGKILL when wait stops sidecars."},
+		{EnvArgoContainerName, "Argo: every container", "The container's own name (read by Argo's emissary; argoexec ignores it)."},
 	}
 }
