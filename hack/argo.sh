@@ -107,10 +107,12 @@ start_controller() {
   ns=$(ns_of "$name"); args=$(controller_args "$name"); logf=$LOGS/argo-controller-$name.log
   pid=$(controller_pid "$name")
   if [ -n "$pid" ]; then
-    if [ "$(tr '\0' ' ' < "/proc/$pid/cmdline")" = "$CONTROLLER_EXE $args " ]; then
-      log "argo controller $name running (pid $pid)"; return 0
-    fi
-    log "argo controller $name runs with other arguments: restarting"
+    local why=""
+    [ "$(tr '\0' ' ' < "/proc/$pid/cmdline")" = "$CONTROLLER_EXE $args " ] || why="it runs with other arguments"
+    [ "$(readlink "/proc/$pid/exe")" = "$CONTROLLER_EXE" ] || why="its binary was rebuilt"
+    [ "$(stat -c %Y "$CONTROLLER_KUBECONFIG")" -le "$(stat -c %Y "/proc/$pid")" ] || why="its kubeconfig is newer"
+    if [ -z "$why" ]; then log "argo controller $name running (pid $pid)"; return 0; fi
+    log "argo controller $name: $why: restarting"
   fi
   stop_controller "$name"
   [ -f "$logf" ] && [ "$(stat -c %s "$logf")" -gt 52428800 ] && mv -f "$logf" "$logf.1"
