@@ -144,7 +144,7 @@ build_argo() {
   if ! cmp -s "$src/go.mod" "$d/go.mod" || ! cmp -s "$src/go.sum" "$d/go.sum"; then
     log "$d: go.mod/go.sum differ from the module's"; return 1
   fi
-  log "building argo $ARGO_VERSION workflow-controller and argoexec in $d (cold: ~85 s)"
+  log "building argo $ARGO_VERSION workflow-controller and argoexec in $d (~100 s; ~3 min with module downloads)"
   local pkg=github.com/argoproj/argo-workflows/v3
   local ld="-s -w -X $pkg.version=$ARGO_VERSION -X $pkg.buildDate=1970-01-01T00:00:00Z -X $pkg.gitCommit=module-$ARGO_VERSION -X $pkg.gitTreeState=clean -X $pkg.gitTag=$ARGO_VERSION"
   ( cd "$d"
