@@ -12,4 +12,5 @@ for cmd in argoexec workflow-controller; do
     -ldflags "-s -w -X github.com/argoexec/argoexec/pkg/version.Version=${VERSION}" \
     -o "$OUT/$cmd" "./cmd/$cmd"
 done
-echo "built $(ls "$OUT" | tr '\n' ' ')in $OUT/ (version $VERSION)"
+built=$(find "$OUT" -maxdepth 1 -type f -printf '%f ')
+echo "built ${built}in $OUT/ (version $VERSION)"

@@ -123,7 +123,7 @@ stop_component() {
   exe=$(exe_of "$name")
   pids=$( { pid_of "$name"; pids_of_exe "$exe"; } | sort -u)
   if [ -z "$pids" ]; then rm -f "$RUN/$name.pid"; return 0; fi
-  log "stopping $name (pid $(echo $pids))"
+  log "stopping $name (pid ${pids//$'\n'/ })"
   # shellcheck disable=SC2086
   kill_and_wait TERM 15 $pids || { log "$name did not exit on SIGTERM; SIGKILL"; kill_and_wait KILL 5 $pids || true; }
   rm -f "$RUN/$name.pid"
@@ -165,7 +165,7 @@ await() {
   local deadline=$(( $(now_ms) + timeout * 1000 )) pid
   pid=$(cat "$RUN/$name.pid")
   until "$@" >/dev/null 2>&1; do
-    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || { log "$name exited"; return 1; }
+    if [ ! -d "/proc/$pid" ] || grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; then log "$name exited"; return 1; fi
     (( $(now_ms) > deadline )) && { log "$name not healthy after ${timeout}s"; return 1; }
     sleep 0.1
   done
@@ -187,7 +187,7 @@ mounts_under() {
 unmount_under() {
   local m
   while read -r m; do
-    [ -n "$m" ] && umount -l "$m" 2>/dev/null || true
+    if [ -n "$m" ]; then umount -l "$m" 2>/dev/null || true; fi
   done < <(mounts_under "$@")
 }
 
@@ -227,9 +227,9 @@ kill_shims() {
   [ -n "${shims// /}" ] || return 0
   # shellcheck disable=SC2086
   kids=$(descendants $shims)
-  log "killing $(echo $shims | wc -w) containerd shim(s) and $(echo $kids | wc -w) container process(es)"
+  log "killing $(wc -w <<<"$shims") containerd shim(s) and $(wc -w <<<"$kids") container process(es)"
   # shellcheck disable=SC2086
-  [ -n "$kids" ] && kill_and_wait KILL 5 $kids || true
+  if [ -n "$kids" ]; then kill_and_wait KILL 5 $kids || true; fi
   # shellcheck disable=SC2086
   kill_and_wait KILL 5 $shims || true
 }
@@ -254,7 +254,7 @@ cleanup_cgroups() {
   [ ${#roots[@]} -gt 0 ] || return 0
   pids=$(find "${roots[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ')
   if [ -n "${pids// /}" ]; then
-    log "killing $(echo $pids | wc -w) leftover container process(es)"
+    log "killing $(wc -w <<<"$pids") leftover container process(es)"
     # shellcheck disable=SC2086
     kill_and_wait KILL 5 $pids || true
   fi

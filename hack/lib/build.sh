@@ -113,8 +113,11 @@ build_versitygw() {
 build_crictl() {
   if [ -x "$BIN/crictl" ] && [ -f "$BIN/.crictl-$CRICTL_VERSION" ]; then return 0; fi
   log "go install crictl $CRICTL_VERSION"
-  CGO_ENABLED=0 GOBIN=$BIN go install -trimpath -ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION#v}" sigs.k8s.io/cri-tools/cmd/crictl@"$CRICTL_VERSION" &&
-    touch "$BIN/.crictl-$CRICTL_VERSION" || log "crictl build failed (optional)"
+  if CGO_ENABLED=0 GOBIN=$BIN go install -trimpath -ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION#v}" sigs.k8s.io/cri-tools/cmd/crictl@"$CRICTL_VERSION"; then
+    touch "$BIN/.crictl-$CRICTL_VERSION"
+  else
+    log "crictl build failed (optional)"
+  fi
 }
 
 # Argo Workflows' own workflow-controller and argoexec, from the Go module

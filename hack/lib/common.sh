@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# The settings are for the scripts that source this file:
+# shellcheck disable=SC2034
 # Shared settings and helpers for hack/cluster.sh, hack/images.sh and hack/e2e.sh.
 # Everything here stays on this machine: loopback and the 10.88.0.0/16 bridge cni0.
 
