@@ -95,13 +95,14 @@ func (o *globalOptions) logger(stderr io.Writer) (*logrus.Logger, error) {
 // runners holds what each command does once its options are complete; tests
 // replace them to check parsing apart from behaviour.
 type runners struct {
-	wait func(ctx context.Context, o *WaitOptions) error
-	init func(ctx context.Context, o *InitOptions) error
+	wait     func(ctx context.Context, o *WaitOptions) error
+	init     func(ctx context.Context, o *InitOptions) error
+	resource func(ctx context.Context, o *ResourceOptions) error
 }
 
 // Run parses args (without the program name) and runs the chosen command.
 func Run(ctx context.Context, args []string, stdio IO) error {
-	return run(ctx, args, stdio, runners{wait: runWait, init: runInit})
+	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: runResource})
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
@@ -124,6 +125,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 	root.AddCommand(
 		newWaitCmd(ctx, g, stdio, r.wait),
 		newInitCmd(ctx, g, stdio, r.init),
+		newResourceCmd(ctx, g, stdio, r.resource),
 		newVersionCmd(stdio),
 	)
 	return root

@@ -1,0 +1,170 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/resource"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+// EnvResourceStateCheckInterval is Argo's tunable for how often a resource
+// template's object is read when it cannot be watched (default 5s).
+const EnvResourceStateCheckInterval = "RESOURCE_STATE_CHECK_INTERVAL"
+
+// mainOptions are what the commands that run as a pod's main container
+// (resource, data) share: the pod, the template, the controller protocol
+// and the logger. They use no container runtime executor.
+type mainOptions struct {
+	commonOptions
+	// Log is the logger, with command and pod fields, built by complete.
+	Log *logrus.Entry
+}
+
+func (o *mainOptions) complete(cmdName string, g *globalOptions, stdio IO) error {
+	if err := o.commonOptions.complete(cmdName, stdio.Getenv, stdio.NamespaceFile); err != nil {
+		return err
+	}
+	l, err := g.logger(stdio.Err)
+	if err != nil {
+		return err
+	}
+	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "protocol": o.Protocol})
+	return nil
+}
+
+// validate checks what a main-container command needs: the pod, and under
+// Argo's protocol the node that names the task result. The executor setting
+// is not checked: these commands use none (Argo sets it to emissary, say).
+func (o *mainOptions) validate(cmdName string) error {
+	if o.Pod.Name == "" {
+		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set", cmdName, wf.EnvPodName)
+	}
+	if o.Pod.Namespace == "" {
+		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, o.namespaceFile)
+	}
+	if o.Protocol == protocolArgo && o.Argo.NodeID == "" {
+		return usageErrorf("argoexec %s: %s is not set: Argo Workflows' controller names the WorkflowTaskResult with it", cmdName, wf.EnvArgoNodeID)
+	}
+	return nil
+}
+
+// outputReporter reports as the protocol says: a WorkflowTaskResult under
+// Argo's controller (the pod annotation on 403), the pod annotation under ours.
+func (o *mainOptions) outputReporter(restCfg *rest.Config) (executor.OutputReporter, error) {
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
+	if o.Protocol != protocolArgo {
+		return pod, nil
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	return &executor.TaskResultReporter{
+		Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
+		WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
+		PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: pod,
+	}, nil
+}
+
+// ResourceOptions are the settings of `argoexec resource ACTION`.
+type ResourceOptions struct {
+	mainOptions
+	// Action is the command's argument: get, create, apply, delete, replace or patch.
+	Action string
+	// PollInterval is RESOURCE_STATE_CHECK_INTERVAL: how often the object is
+	// read when the API server refuses to watch it.
+	PollInterval time.Duration
+}
+
+// Complete fills the options from the argument and the environment.
+func (o *ResourceOptions) Complete(g *globalOptions, stdio IO, args []string) error {
+	if err := o.complete("resource", g, stdio); err != nil {
+		return err
+	}
+	o.Action = args[0]
+	o.PollInterval = resource.DefaultPollInterval
+	if v := stdio.Getenv(EnvResourceStateCheckInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return usageErrorf("argoexec resource: %s=%q is not a positive duration (e.g. 5s)", EnvResourceStateCheckInterval, v)
+		}
+		o.PollInterval = d
+	}
+	return nil
+}
+
+// Validate checks the options before any work.
+func (o *ResourceOptions) Validate() error { return o.validate("resource") }
+
+func newResourceCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *ResourceOptions) error) *cobra.Command {
+	o := &ResourceOptions{}
+	cmd := &cobra.Command{
+		Use:   "resource ACTION",
+		Short: "Run a resource template: get, create, apply, delete, replace or patch its manifest, wait on its conditions, report its outputs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := o.Complete(g, stdio, args); err != nil {
+				return wrapRun(err)
+			}
+			if err := o.Validate(); err != nil {
+				return wrapRun(err)
+			}
+			return wrapRun(runF(ctx, o))
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// runResource is what `argoexec resource` does once its options are valid.
+func runResource(ctx context.Context, o *ResourceOptions) error {
+	tmpl, err := o.loadTemplate()
+	if err != nil {
+		return err
+	}
+	restCfg, err := restConfig(o.Backend.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("create Kubernetes discovery client: %w", err)
+	}
+	reporter, err := o.outputReporter(restCfg)
+	if err != nil {
+		return err
+	}
+	log := o.Log.WithField("action", o.Action)
+	e := &resource.Executor{
+		Config: resource.Config{
+			Action: o.Action, Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace,
+			Deadline: o.Argo.Deadline, PollInterval: o.PollInterval,
+		},
+		Client:   dyn,
+		Mapper:   resource.NewRESTMapper(disco, func(w string) { log.Warn(w) }),
+		Reporter: reporter,
+		Log:      log,
+	}
+	if err := e.Run(ctx); err != nil {
+		return fmt.Errorf("resource template %q: %w", tmpl.Name, err)
+	}
+	return nil
+}
