@@ -98,11 +98,12 @@ type runners struct {
 	wait     func(ctx context.Context, o *WaitOptions) error
 	init     func(ctx context.Context, o *InitOptions) error
 	resource func(ctx context.Context, o *ResourceOptions) error
+	data     func(ctx context.Context, o *DataOptions) error
 }
 
 // Run parses args (without the program name) and runs the chosen command.
 func Run(ctx context.Context, args []string, stdio IO) error {
-	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: runResource})
+	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: runResource, data: runData})
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
@@ -126,6 +127,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		newWaitCmd(ctx, g, stdio, r.wait),
 		newInitCmd(ctx, g, stdio, r.init),
 		newResourceCmd(ctx, g, stdio, r.resource),
+		newDataCmd(ctx, g, stdio, r.data),
 		newVersionCmd(stdio),
 	)
 	return root

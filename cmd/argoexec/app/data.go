@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argoexec/argoexec/executor"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+)
+
+// DataOptions are the settings of `argoexec data`.
+type DataOptions struct{ mainOptions }
+
+// Complete fills the options from the environment. The argument Argo's
+// controller passes (the data field as JSON) is ignored, as Argo's argoexec
+// ignores it: the template comes from the environment.
+func (o *DataOptions) Complete(g *globalOptions, stdio IO) error { return o.complete("data", g, stdio) }
+
+// Validate checks the options before any work.
+func (o *DataOptions) Validate() error { return o.validate("data") }
+
+func newDataCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *DataOptions) error) *cobra.Command {
+	o := &DataOptions{}
+	cmd := &cobra.Command{
+		Use:   "data [JSON]",
+		Short: "Run a data template: list its source.artifactPaths in S3, apply its transformations, report the result",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.Complete(g, stdio); err != nil {
+				return wrapRun(err)
+			}
+			if err := o.Validate(); err != nil {
+				return wrapRun(err)
+			}
+			return wrapRun(runF(ctx, o))
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// runData is what `argoexec data` does once its options are valid.
+func runData(ctx context.Context, o *DataOptions) error {
+	tmpl, err := o.loadTemplate()
+	if err != nil {
+		return err
+	}
+	repo, creds, err := o.dataRepository(tmpl)
+	if err != nil {
+		return err
+	}
+	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: creds}, o.Log)
+	if err != nil {
+		return err
+	}
+	restCfg, err := restConfig(o.Backend.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	reporter, err := o.outputReporter(restCfg)
+	if err != nil {
+		return err
+	}
+	d := &executor.DataExecutor{Template: tmpl, Repository: repo, Lister: s3, Reporter: reporter, Log: o.Log}
+	if err := d.Run(ctx); err != nil {
+		return fmt.Errorf("data template %q: %w", tmpl.Name, err)
+	}
+	return nil
+}
+
+// dataRepository is the repository an incomplete artifactPaths location is
+// relocated onto, and where the S3 keys come from: under Argo's controller
+// the template's archiveLocation and the secret files it mounts in main
+// (/argo/secret/NAME/KEY), under ours the ConfigMap's repository and keys.
+func (o *DataOptions) dataRepository(tmpl *wf.Template) (*wf.S3Bucket, artifacts.Credentials, error) {
+	if o.Protocol == protocolArgo {
+		var repo *wf.S3Bucket
+		if tmpl.ArchiveLocation != nil && tmpl.ArchiveLocation.S3 != nil {
+			b := tmpl.ArchiveLocation.S3.S3Bucket
+			repo = &b
+		}
+		return repo, artifacts.SecretFiles{Root: wf.ArgoSecretsPath}, nil
+	}
+	creds := artifacts.StaticKeys{AccessKey: o.S3AccessKey, SecretKey: o.S3SecretKey}
+	if o.ArtifactRepository == "" {
+		return nil, creds, nil
+	}
+	r := &wf.ArtifactRepository{}
+	if err := json.Unmarshal([]byte(o.ArtifactRepository), r); err != nil {
+		return nil, nil, usageErrorf("%s is not an artifact repository: %v", wf.EnvArtifactRepository, err)
+	}
+	if r.S3 == nil {
+		return nil, creds, nil
+	}
+	b := r.S3.S3Bucket
+	return &b, creds, nil
+}

@@ -1,0 +1,190 @@
+package executor
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+)
+
+type fakeLister struct {
+	keys []string
+	err  error
+	got  []wf.Artifact
+}
+
+func (f *fakeLister) List(_ context.Context, art wf.Artifact) ([]string, error) {
+	f.got = append(f.got, art)
+	return f.keys, f.err
+}
+
+type captureReporter struct{ outputs []*wf.NodeOutputs }
+
+func (c *captureReporter) Report(_ context.Context, o *wf.NodeOutputs) error {
+	c.outputs = append(c.outputs, o)
+	return nil
+}
+
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// dataTransformations is Argo's examples/data-transformations.yaml list-log-files template.
+func dataTransformations() *wf.Template {
+	return &wf.Template{
+		Name: "list-log-files",
+		Data: &wf.DataTemplate{
+			Source:         wf.DataSource{ArtifactPaths: &wf.ArtifactPaths{Artifact: wf.Artifact{Name: "test-bucket", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "my-bucket"}}}}},
+			Transformation: []wf.TransformationStep{{Expression: `filter(data, {# endsWith "main.log"})`}},
+		},
+		Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "file", Path: "/file"}}},
+	}
+}
+
+func TestDataExecutor(t *testing.T) {
+	repo := &wf.S3Bucket{Endpoint: "s3.local:9000", Bucket: "argo-artifacts"}
+	for _, tc := range []struct {
+		name       string
+		tmpl       func() *wf.Template
+		keys       []string
+		listErr    error
+		repo       *wf.S3Bucket
+		wantResult string
+		wantBucket string
+		wantErr    string
+	}{
+		{name: "filter", tmpl: dataTransformations, keys: []string{"wf-1/pod-1/main.log", "wf-1/pod-1/out.tgz", "wf-2/pod-2/main.log"}, repo: repo,
+			wantResult: `["wf-1/pod-1/main.log","wf-2/pod-2/main.log"]`, wantBucket: "argo-artifacts"},
+		{name: "nothing listed", tmpl: dataTransformations, repo: repo, wantResult: `[]`, wantBucket: "argo-artifacts"},
+		{name: "map and len", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Transformation = append(t.Data.Transformation, wf.TransformationStep{Expression: `map(data, {upper(#)})`}, wf.TransformationStep{Expression: `len(data)`})
+			t.Data.Source.ArtifactPaths.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "other:9000", Bucket: "b"}, Key: "logs"}
+			return t
+		}, keys: []string{"logs/a/main.log", "logs/b/main.log"}, wantResult: `2`, wantBucket: "b"},
+		{name: "no transformation", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Transformation = nil
+			return t
+		}, keys: []string{"k"}, repo: repo, wantResult: `["k"]`, wantBucket: "argo-artifacts"},
+		{name: "bad expression", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Transformation = []wf.TransformationStep{{Expression: `filter(data,`}}
+			return t
+		}, repo: repo, wantErr: "data template: error processing data step 0 (filter(data,)"},
+		{name: "no repository", tmpl: dataTransformations, wantErr: `source.artifactPaths "test-bucket": template artifact location not set`},
+		{name: "git source", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Source.ArtifactPaths.S3 = nil
+			t.Data.Source.ArtifactPaths.Git = &wf.GitArtifact{Repo: "https://example.com/r.git"}
+			return t
+		}, repo: repo, wantErr: `source.artifactPaths "test-bucket" is a git artifact: argoexec lists S3 artifacts only`},
+		{name: "no source", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Source.ArtifactPaths = nil
+			return t
+		}, wantErr: "no valid source is used for data template: set source.artifactPaths"},
+		{name: "list fails", tmpl: dataTransformations, repo: repo, listErr: errors.New("s3: credentials refused"), wantErr: "data template: unable to source artifact paths: s3: credentials refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lister, rep := &fakeLister{keys: tc.keys, err: tc.listErr}, &captureReporter{}
+			d := &DataExecutor{Template: tc.tmpl(), Repository: tc.repo, Lister: lister, Reporter: rep, Log: quietLog()}
+			err := d.Run(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Run = %v, want %q", err, tc.wantErr)
+				}
+				if len(rep.outputs) != 0 {
+					t.Errorf("reported despite the error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.outputs) != 1 || rep.outputs[0].Result == nil || *rep.outputs[0].Result != tc.wantResult {
+				t.Fatalf("reported %+v, want result %s", rep.outputs, tc.wantResult)
+			}
+			if got := lister.got[0].S3.Bucket; got != tc.wantBucket {
+				t.Errorf("listed bucket %q, want %q", got, tc.wantBucket)
+			}
+			if a := rep.outputs[0].Artifacts; len(a) != 1 || a[0].Name != "file" {
+				t.Errorf("declared artifacts not echoed as Argo reports them: %+v", a)
+			}
+		})
+	}
+}
+
+// listServer answers S3 ListObjectsV2 for bucket bkt from keys.
+func listServer(t *testing.T, keys []string) (endpoint string, prefixes *[]string) {
+	t.Helper()
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/bkt" && r.URL.Path != "/bkt/" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		prefix := r.URL.Query().Get("prefix")
+		seen = append(seen, prefix)
+		type content struct {
+			Key  string `xml:"Key"`
+			Size int    `xml:"Size"`
+		}
+		res := struct {
+			XMLName     xml.Name  `xml:"ListBucketResult"`
+			Name        string    `xml:"Name"`
+			Prefix      string    `xml:"Prefix"`
+			KeyCount    int       `xml:"KeyCount"`
+			MaxKeys     int       `xml:"MaxKeys"`
+			IsTruncated bool      `xml:"IsTruncated"`
+			Contents    []content `xml:"Contents"`
+		}{Name: "bkt", Prefix: prefix, MaxKeys: 1000}
+		for _, k := range keys {
+			if strings.HasPrefix(k, prefix) {
+				res.Contents = append(res.Contents, content{Key: k, Size: 1})
+			}
+		}
+		res.KeyCount = len(res.Contents)
+		w.Header().Set("Content-Type", "application/xml")
+		_ = xml.NewEncoder(w).Encode(res)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), &seen
+}
+
+func TestS3List(t *testing.T) {
+	endpoint, prefixes := listServer(t, []string{"logs/", "logs/a/main.log", "logs/b/main.log", "logsx/c", "top"})
+	insecure := true
+	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: artifacts.StaticKeys{AccessKey: "a", SecretKey: "s"}}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := func(key string) wf.Artifact {
+		return wf.Artifact{Name: "src", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: endpoint, Bucket: "bkt", Region: "us-east-1", Insecure: &insecure}, Key: key}}
+	}
+	got, err := s3.List(context.Background(), art("logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "logs/a/main.log,logs/b/main.log" || (*prefixes)[0] != "logs/" {
+		t.Errorf("List(logs) = %q with prefix %q, want the keys under logs/ without the directory object", got, (*prefixes)[0])
+	}
+	got, err = s3.List(context.Background(), art(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Errorf("List(\"\") = %q, want the whole bucket but the directory object", got)
+	}
+}
