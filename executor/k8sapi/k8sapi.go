@@ -12,18 +12,19 @@
 //	                       create for SPDY; the WebSocket fallback (where a proxy
 //	                       cannot carry SPDY) needs get and, on v1.37, create too
 //
-// Exec sessions use SPDY and fall back on WebSocket where SPDY is refused
-// (podexec.NewStreamExecutor). A 403 becomes an error that names the verb and
-// resource missing, the namespace, and the identity that lacks them.
+// Files, copies, Wait, GetExitCode, ListContainerNames and Kill are the
+// shared exec engine's (executor/internal/podexec); this package gives it
+// the pods/exec Execer, the pod watch (watch.go) and the mapping of a 403 to
+// the permission that is missing. Exec sessions use SPDY and fall back on
+// WebSocket where SPDY is refused. A 403 becomes an error that names the verb
+// and resource missing, the namespace, and the identity that lacks them.
 package k8sapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,17 +37,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
-)
-
-// Defaults for Config's zero values.
-const (
-	// DefaultExitConfirmTimeout bounds how long GetExitCode waits for the pod
-	// status to confirm an exit that Wait's exec fast path saw first.
-	DefaultExitConfirmTimeout = 10 * time.Second
 )
 
 // Config says which pod the executor serves and how to reach the API server.
@@ -57,11 +52,11 @@ type Config struct {
 	Kubeconfig string
 	// Namespace and PodName name the workflow pod (the caller's own).
 	Namespace, PodName string
-	// MaxFileBytes limits GetFileContents; 0 means podexec.DefaultMaxFileBytes.
-	MaxFileBytes int64
-	// ExitConfirmTimeout: 0 means DefaultExitConfirmTimeout.
+	// ExitConfirmTimeout bounds how long GetExitCode waits for the status to
+	// confirm an exit that Wait's exec fast path saw; 0 means
+	// podexec.DefaultExitConfirmTimeout (10 s).
 	ExitConfirmTimeout time.Duration
-	// KillSettle: 0 means podexec.DefaultKillSettle.
+	// KillSettle: 0 means podexec.DefaultKillSettle (1 s).
 	KillSettle time.Duration
 	// NoExecWait turns off Wait's exec fast path: Wait then learns of exits
 	// from the pod watch alone, 0.7-0.9 s later (for measurement, and for
@@ -69,17 +64,17 @@ type Config struct {
 	NoExecWait bool
 }
 
-// Executor is the k8sapi backend, bound to one pod. Build it with New.
+// Executor is the k8sapi backend, bound to one pod. Build it with New. The
+// methods of the shared exec engine (GetFileContents, CopyFile, Wait,
+// GetExitCode, ListContainerNames, Kill, WaitPaths) run over pods/exec and
+// the pod watch.
 type Executor struct {
+	*podexec.Engine
 	cfg    Config
 	log    *logrus.Entry
 	client kubernetes.Interface
-	pe     *podexec.Client
-
-	// exited holds the containers whose exit Wait's fast path saw before
-	// the pod status did; GetExitCode waits for the status to confirm them.
-	mu     sync.Mutex
-	exited map[string]bool
+	// remote is the pods/exec transport; nil in unit tests.
+	remote *podexec.RemoteExecer
 
 	// splitLogs is 0 until GetOutputStream learns whether the API server
 	// can return stdout alone, then 1 (yes) or 2 (no).
@@ -98,29 +93,34 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: create client: %w", err)
 	}
-	e := newExecutor(cfg, log, client, nil)
-	e.pe.Exec = &podexec.RemoteExecer{Config: restCfg, URL: e.execURL}
+	e := &Executor{cfg: cfg, log: log, client: client}
+	e.remote = &podexec.RemoteExecer{Config: restCfg, URL: e.execURL}
+	e.Engine = e.newEngine(e.remote, clock.RealClock{})
 	return e, nil
 }
 
-// newExecutor builds an Executor over client and ex (nil: set by the caller).
-func newExecutor(cfg Config, log *logrus.Entry, client kubernetes.Interface, ex podexec.Execer) *Executor {
-	if cfg.MaxFileBytes == 0 {
-		cfg.MaxFileBytes = podexec.DefaultMaxFileBytes
+// newEngine builds the exec engine over ex, this pod's watch and clk.
+func (e *Executor) newEngine(ex podexec.Execer, clk clock.Clock) *podexec.Engine {
+	return podexec.New(podexec.Config{
+		Backend:            workflow.ExecutorK8sAPI,
+		Pod:                e.podRef(),
+		Exec:               execer{e: e, next: ex},
+		Source:             watchSource{e},
+		Log:                e.log,
+		Clock:              clk,
+		KillSettle:         e.cfg.KillSettle,
+		ExitConfirmTimeout: e.cfg.ExitConfirmTimeout,
+		NoExecWait:         e.cfg.NoExecWait,
+	})
+}
+
+// ExecSessions says how many exec sessions SPDY and WebSocket have carried
+// (for tests that check which protocol a copy used).
+func (e *Executor) ExecSessions() (spdy, websocket int) {
+	if e.remote == nil {
+		return 0, 0
 	}
-	if cfg.ExitConfirmTimeout == 0 {
-		cfg.ExitConfirmTimeout = DefaultExitConfirmTimeout
-	}
-	e := &Executor{cfg: cfg, log: log, client: client, exited: map[string]bool{}}
-	e.pe = &podexec.Client{
-		Backend:    workflow.ExecutorK8sAPI,
-		Pod:        e.podRef(),
-		Exec:       ex,
-		Status:     statusWatcher{e},
-		Log:        log,
-		KillSettle: cfg.KillSettle,
-	}
-	return e
+	return e.remote.Sessions()
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -156,14 +156,21 @@ func (e *Executor) apiError(ctx context.Context, op, verb, resource string, err 
 	return fmt.Errorf("k8sapi: %s: %w", op, err)
 }
 
-// execError adds the missing pods/exec permission to an exec error that is
-// a 403; podexec has already said what failed and where.
-func (e *Executor) execError(ctx context.Context, err error) error {
+// execer adds the missing pods/exec permission to exec errors that are a
+// 403; podexec says what failed and where.
+type execer struct {
+	e    *Executor
+	next podexec.Execer
+}
+
+// Exec implements podexec.Execer.
+func (x execer) Exec(ctx context.Context, container string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := x.next.Exec(ctx, container, cmd, stdin, stdout, stderr)
 	if err == nil || !podexec.IsForbidden(err) {
 		return err
 	}
 	return fmt.Errorf("%w; missing permission: %s needs \"create\" on \"pods/exec\" (and \"get\" as well for the WebSocket fallback) in namespace %s (manifests/overlays/k8sapi grants both)",
-		err, e.whoAmI(ctx), e.cfg.Namespace)
+		err, x.e.whoAmI(ctx), x.e.cfg.Namespace)
 }
 
 // whoAmI names the identity the API server sees, asked only when a
@@ -188,154 +195,82 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// GetFileContents returns the file at path in the named container, read
-// with `tar` over pods/exec (podexec.Client.GetFileContents: the tar header's
-// size catches a session cut short); files over Config.MaxFileBytes (256 KiB
-// by default, the whole annotation budget of the outputs) are an error.
-func (e *Executor) GetFileContents(ctx context.Context, containerName, path string) (string, error) {
-	s, err := e.pe.GetFileContents(ctx, containerName, path, e.cfg.MaxFileBytes)
-	return s, e.execError(ctx, err)
-}
-
-// CopyFile copies srcPath from the named container into the local .tgz
-// destPath: `tar -cf -` over pods/exec, streamed through the path-escape
-// checks of archive.Repack and gzip at compressionLevel.
-func (e *Executor) CopyFile(ctx context.Context, containerName, srcPath, destPath string, compressionLevel int) error {
-	return e.execError(ctx, e.pe.CopyFile(ctx, containerName, srcPath, destPath, compressionLevel))
-}
-
 // GetOutputStream streams the named container's log from pods/log.
 //
-// pods/log serves the container's log as the kubelet stored it, stdout and
-// stderr interleaved in the order they were written: that is "combined".
-// Stdout alone (combined=false) needs the API server and kubelet feature gate
-// PodLogsQuerySplitStreams (alpha and off by default up to Kubernetes 1.37);
-// where it is off, combined=false is an error wrapping
-// executor.ErrNotSupported, and the caller can ask for combined output or use
-// the docker backend, which separates the streams.
+// Combined, it is the log as the kubelet stored it, stdout and stderr
+// interleaved in the order they were written. Without combined it asks for
+// stdout alone (PodLogOptions.Stream "Stdout"), which needs the feature gate
+// PodLogsQuerySplitStreams (alpha since Kubernetes 1.32, off by default up to
+// 1.37) on the API server and on the kubelet. With the gate off on the API
+// server, the server refuses the field (422, "stream: Forbidden: may not be
+// specified"); with it on there but off on the kubelet, the kubelet refuses
+// it (400, "Please enable PodLogsQuerySplitStreams feature gate in kubelet").
+// An API server older than 1.32 does not know the field and would silently
+// send both streams, so the first stdout-only request is checked once with a
+// probe that names a stream that does not exist: a server that honours the
+// field refuses it, one that ignores the field answers 200. Where stdout
+// alone cannot be had, combined=false is an error wrapping
+// executor.ErrNotSupported that names the gate; the caller can ask for
+// combined output or use the docker backend, which separates the streams.
 func (e *Executor) GetOutputStream(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error) {
+	op := fmt.Sprintf("stream log of container %q of pod %s", containerName, e.podRef())
 	opts := &corev1.PodLogOptions{Container: containerName}
 	if !combined {
 		if e.splitLogs.Load() == 2 {
 			return nil, errNoSplitLogs(containerName)
 		}
-		stdout := corev1.LogStreamStdout
-		opts.Stream = &stdout
+		opts.Stream = new(corev1.LogStreamStdout)
 	}
-	rc, err := e.client.CoreV1().Pods(e.cfg.Namespace).GetLogs(e.cfg.PodName, opts).Stream(ctx)
-	if !combined {
-		switch {
-		case err == nil:
-			e.splitLogs.Store(1)
-		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			// The field is refused where the gate is off.
-			e.log.WithError(err).Debug("pods/log refused stream=Stdout")
+	rc, err := e.logs(ctx, opts)
+	switch {
+	case !combined && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		e.log.WithError(err).Debug("pods/log refused stream=Stdout")
+		e.splitLogs.Store(2)
+		return nil, errNoSplitLogs(containerName)
+	case err != nil:
+		return nil, e.apiError(ctx, op, "get", "pods/log", err)
+	case !combined && e.splitLogs.Load() == 0:
+		honoured, err := e.streamFieldHonoured(ctx, containerName)
+		if err != nil {
+			rc.Close()
+			return nil, e.apiError(ctx, op+": check that the API server honours stream=Stdout", "get", "pods/log", err)
+		}
+		if !honoured {
+			rc.Close()
 			e.splitLogs.Store(2)
 			return nil, errNoSplitLogs(containerName)
 		}
-	}
-	if err != nil {
-		return nil, e.apiError(ctx, fmt.Sprintf("stream log of container %q of pod %s", containerName, e.podRef()), "get", "pods/log", err)
+		e.splitLogs.Store(1)
 	}
 	return rc, nil
 }
 
+// logs opens the pods/log stream for opts.
+func (e *Executor) logs(ctx context.Context, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	return e.client.CoreV1().Pods(e.cfg.Namespace).GetLogs(e.cfg.PodName, opts).Stream(ctx)
+}
+
+// probeStream is a log stream name that no Kubernetes version has.
+const probeStream = "argoexec-probe"
+
+// streamFieldHonoured asks pods/log for a stream that does not exist: an API
+// server that knows PodLogOptions.Stream refuses it (422, whether the gate is
+// on or off), one older than 1.32 ignores the field and answers 200.
+func (e *Executor) streamFieldHonoured(ctx context.Context, container string) (bool, error) {
+	limit := int64(1)
+	rc, err := e.logs(ctx, &corev1.PodLogOptions{Container: container, Stream: new(probeStream), LimitBytes: &limit})
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	rc.Close()
+	e.log.Debug("pods/log ignored stream=" + probeStream + ": the API server does not know the stream field")
+	return false, nil
+}
+
 func errNoSplitLogs(container string) error {
 	return executor.NotSupported(workflow.ExecutorK8sAPI, fmt.Sprintf("log of container %q without stderr", container),
-		"pods/log interleaves stdout and stderr unless the PodLogsQuerySplitStreams feature gate is on; ask for combined output, or use the docker backend")
+		"pods/log gives stdout alone only with the feature gate PodLogsQuerySplitStreams on the API server and the kubelet (Kubernetes 1.32 or later); enable it, ask for combined output, or use the docker backend")
 }
-
-// GetExitCode returns the exit code of the named container from the pod's
-// status. A container still running is an error that says so. If Wait's exec
-// fast path saw the container exit before the status did, GetExitCode waits
-// (up to Config.ExitConfirmTimeout) for the status to confirm it: the fast
-// path never supplies the code.
-func (e *Executor) GetExitCode(ctx context.Context, containerName string) (int, error) {
-	pod, err := e.getPod(ctx)
-	if err != nil {
-		return 0, err
-	}
-	st, ok := containerStatus(pod, containerName)
-	if !ok && !hasContainer(pod, containerName) {
-		return 0, fmt.Errorf("k8sapi: exit code of container %q: pod %s has no such container (it has %v)", containerName, e.podRef(), containerNames(pod))
-	}
-	if st.State.Terminated == nil && e.sawExit(containerName) {
-		e.log.WithField("container", containerName).Debug("exit seen by exec, waiting for the pod status to confirm it")
-		cctx, cancel := context.WithTimeout(ctx, e.cfg.ExitConfirmTimeout)
-		pod, err = e.watchUntil(cctx, []string{containerName}, pod)
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			return 0, err
-		}
-		if pod != nil {
-			st, _ = containerStatus(pod, containerName)
-		}
-	}
-	if t := st.State.Terminated; t != nil {
-		return int(t.ExitCode), nil
-	}
-	return 0, fmt.Errorf("k8sapi: exit code of container %q of pod %s: the container has not terminated (%s)", containerName, e.podRef(), describeState(st.State))
-}
-
-// ListContainerNames lists the pod's containers from its spec: init
-// containers (native sidecars among them) first, then the others.
-func (e *Executor) ListContainerNames(ctx context.Context) ([]string, error) {
-	pod, err := e.getPod(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return containerNames(pod), nil
-}
-
-// Kill stops the named containers with signals sent through pods/exec: see
-// podexec.Client.Kill. It refuses pods with shareProcessNamespace or hostPID,
-// where PID 1 in a container is not the container's process.
-func (e *Executor) Kill(ctx context.Context, containerNames []string, grace time.Duration) error {
-	pod, err := e.getPod(ctx)
-	if err != nil {
-		return err
-	}
-	if err := podexec.CheckKillable(workflow.ExecutorK8sAPI, &pod.Spec); err != nil {
-		return err
-	}
-	return e.execError(ctx, e.pe.Kill(ctx, containerNames, grace))
-}
-
-func (e *Executor) sawExit(container string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.exited[container]
-}
-
-func (e *Executor) markExit(container string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.exited[container] = true
-}
-
-// statusWatcher is podexec's view of the pod status.
-type statusWatcher struct{ e *Executor }
-
-// Running implements podexec.StatusWatcher with one GET.
-func (s statusWatcher) Running(ctx context.Context, containers []string) ([]string, error) {
-	pod, err := s.e.getPod(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range containers {
-		if st, ok := containerStatus(pod, c); ok && st.State.Running != nil {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// WaitTerminated implements podexec.StatusWatcher with the pod watch.
-func (s statusWatcher) WaitTerminated(ctx context.Context, containers []string) error {
-	_, err := s.e.watchUntil(ctx, containers, nil)
-	return err
-}
-
-// errPodGone is wrapped by errors for a pod deleted while waiting on it.
-var errPodGone = errors.New("pod was deleted")

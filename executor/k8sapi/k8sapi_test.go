@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/podexec"
 )
 
 const (
@@ -166,13 +168,12 @@ func newTest(t *testing.T, cfg Config, ex *fakeExecer, gets []*corev1.Pod, watch
 	log, _ := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
 	cfg.Namespace, cfg.PodName = ns, podName
-	if cfg.KillSettle == 0 {
-		cfg.KillSettle = 50 * time.Millisecond
-	}
 	if ex == nil {
 		ex = blockingExecer()
 	}
-	return newExecutor(cfg, logrus.NewEntry(log), client, ex), client, ws
+	x := &Executor{cfg: cfg, log: logrus.NewEntry(log), client: client}
+	x.Engine = x.newEngine(ex, clocktesting.NewFakeClock(time.Unix(0, 0)))
+	return x, client, ws
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
@@ -181,6 +182,12 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// The engine's own logic (the fast path, exit codes, Kill) is tested in
+// podexec over a fake PodSource; these tests cover what this package adds:
+// the pod watch, pods/log, and the permissions a 403 names.
+
+// TestWaitAlreadyTerminated: a container terminated at the first GET is not
+// watched.
 func TestWaitAlreadyTerminated(t *testing.T) {
 	x, client, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainDone("1", 0)})
 	if err := x.Wait(ctxT(t, 5*time.Second), []string{"main"}); err != nil {
@@ -193,6 +200,8 @@ func TestWaitAlreadyTerminated(t *testing.T) {
 	}
 }
 
+// TestWaitResumesAfterClose: RetryWatcher resumes a watch the server closed
+// from the last resourceVersion seen (after client-go's 1 s restart delay).
 func TestWaitResumesAfterClose(t *testing.T) {
 	x, _, ws := newTest(t, Config{NoExecWait: true}, nil, []*corev1.Pod{mainRunning("10")},
 		func(w *watch.FakeWatcher) error {
@@ -217,6 +226,8 @@ func TestWaitResumesAfterClose(t *testing.T) {
 	}
 }
 
+// TestWaitRelistsOnGone: a 410, as an event or from the watch call, is not
+// retried from the same version: the pod is read again and watched from there.
 func TestWaitRelistsOnGone(t *testing.T) {
 	expired := func(w *watch.FakeWatcher) error {
 		w.Error(&apierrors.NewResourceExpired("too old resource version: 10 (20)").ErrStatus)
@@ -260,20 +271,34 @@ func TestWaitPodDeleted(t *testing.T) {
 	x, _, _ := newTest(t, Config{NoExecWait: true}, nil, []*corev1.Pod{mainRunning("10")},
 		func(w *watch.FakeWatcher) error { w.Delete(mainRunning("11")); return nil })
 	err := x.Wait(ctxT(t, 5*time.Second), []string{"main"})
-	if !errors.Is(err, errPodGone) || !strings.Contains(err.Error(), ns+"/"+podName) {
+	if !errors.Is(err, podexec.ErrPodGone) || !strings.Contains(err.Error(), ns+"/"+podName) {
 		t.Errorf("Wait = %v, want an error saying pod %s/%s was deleted", err, ns, podName)
 	}
 }
 
-func TestWaitHonoursContext(t *testing.T) {
-	x, _, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("10")}) // the watch never says anything
-	start := time.Now()
-	err := x.Wait(ctxT(t, 100*time.Millisecond), []string{"main"})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Wait = %v, want an error wrapping context.DeadlineExceeded", err)
+// TestWaitWatchForbidden: a watch refused with 403 ends Wait with the
+// permission that is missing (RetryWatcher does not retry it).
+func TestWaitWatchForbidden(t *testing.T) {
+	x, _, _ := newTest(t, Config{NoExecWait: true}, nil, []*corev1.Pod{mainRunning("10")},
+		func(*watch.FakeWatcher) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, podName, errors.New("RBAC: denied"))
+		})
+	err := x.Wait(ctxT(t, 5*time.Second), []string{"main"})
+	for _, w := range []string{`"watch" on "pods"`, "namespace " + ns, "wait for containers [main]"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not contain %q", err, w)
+		}
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Wait took %v to honour a 100ms context", d)
+}
+
+// TestWaitHonoursContext: Wait ends with its context while the watch says
+// nothing and the exec session holds.
+func TestWaitHonoursContext(t *testing.T) {
+	x, _, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("10")})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := x.Wait(ctx, []string{"main"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait = %v, want an error wrapping context.Canceled", err)
 	}
 }
 
@@ -293,112 +318,6 @@ func TestWaitPodFinishedWithoutContainer(t *testing.T) {
 	err := x.Wait(ctxT(t, 5*time.Second), []string{"main"})
 	if err == nil || !strings.Contains(err.Error(), "never terminated") {
 		t.Fatalf("Wait = %v, want an error saying main never terminated", err)
-	}
-}
-
-// TestWaitFastPath: the exec session into main is killed (137) while the
-// watch still says nothing; Wait returns, and GetExitCode waits for the
-// status before it reads the code.
-func TestWaitFastPath(t *testing.T) {
-	released := make(chan struct{})
-	ex := &fakeExecer{run: func(ctx context.Context, c string, cmd []string, _ io.Reader, _, _ io.Writer) error {
-		if c == "main" && cmd[len(cmd)-1] == "read -r _" {
-			return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 137}
-		}
-		<-ctx.Done()
-		return ctx.Err()
-	}}
-	x, _, _ := newTest(t, Config{}, ex, []*corev1.Pod{mainRunning("10")},
-		nil, // Wait's watch: silent
-		func(w *watch.FakeWatcher) error { // GetExitCode's watch: the status arrives late
-			go func() {
-				<-released
-				w.Modify(mainDone("11", 3))
-			}()
-			return nil
-		},
-	)
-	ctx := ctxT(t, 5*time.Second)
-	if err := x.Wait(ctx, []string{"main"}); err != nil {
-		t.Fatalf("Wait = %v", err)
-	}
-	if !slices.Contains(ex.Calls(), "main: sh -c read -r _") {
-		t.Errorf("exec calls = %q, want the fast-path session into main", ex.Calls())
-	}
-	go func() { time.Sleep(50 * time.Millisecond); close(released) }()
-	code, err := x.GetExitCode(ctx, "main")
-	if err != nil || code != 3 {
-		t.Fatalf("GetExitCode = %d, %v; want 3 from the status", code, err)
-	}
-}
-
-// TestWaitFastPathNotTrusted: a session that ends without being killed
-// (exit 0) says nothing; Wait goes on until the watch shows the exit.
-func TestWaitFastPathNotTrusted(t *testing.T) {
-	ex := &fakeExecer{run: func(context.Context, string, []string, io.Reader, io.Writer, io.Writer) error { return nil }}
-	const delay = 200 * time.Millisecond
-	x, _, _ := newTest(t, Config{}, ex, []*corev1.Pod{mainRunning("10")},
-		func(w *watch.FakeWatcher) error {
-			go func() { time.Sleep(delay); w.Modify(mainDone("11", 0)) }()
-			return nil
-		})
-	start := time.Now()
-	if err := x.Wait(ctxT(t, 5*time.Second), []string{"main"}); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d < delay {
-		t.Errorf("Wait returned after %v, before the watch showed the exit (%v)", d, delay)
-	}
-}
-
-func TestWaitFastPathSkippedWithSharedPIDNamespace(t *testing.T) {
-	yes := true
-	pod := mainRunning("10")
-	pod.Spec.ShareProcessNamespace = &yes
-	ex := &fakeExecer{run: func(context.Context, string, []string, io.Reader, io.Writer, io.Writer) error {
-		return &executor.ExitCodeError{Code: 137}
-	}}
-	x, _, _ := newTest(t, Config{}, ex, []*corev1.Pod{pod})
-	if err := x.Wait(ctxT(t, 200*time.Millisecond), []string{"main"}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Wait = %v, want it to rely on the (silent) watch", err)
-	}
-	if len(ex.Calls()) != 0 {
-		t.Errorf("exec calls %q in a pod with shareProcessNamespace", ex.Calls())
-	}
-}
-
-func TestGetExitCode(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		pod       *corev1.Pod
-		container string
-		want      int
-		wantErr   []string
-	}{
-		{"terminated", mainDone("1", 3), "main", 3, nil},
-		{"init container", mainDone("1", 3), "init", 0, nil},
-		{"running", mainRunning("1"), "main", 0, []string{`"main"`, "has not terminated", "running"}},
-		{"not started", makePod("1", nil, 0), "main", 0, []string{`"main"`, "waiting: PodInitializing"}},
-		{"unknown", mainDone("1", 0), "nope", 0, []string{`"nope"`, "no such container"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			x, _, _ := newTest(t, Config{}, nil, []*corev1.Pod{tc.pod})
-			got, err := x.GetExitCode(ctxT(t, 5*time.Second), tc.container)
-			if tc.wantErr == nil {
-				if err != nil || got != tc.want {
-					t.Fatalf("GetExitCode = %d, %v; want %d", got, err, tc.want)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("GetExitCode = %d, nil; want an error", got)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-		})
 	}
 }
 
@@ -441,92 +360,94 @@ func TestForbiddenExecNamesPermission(t *testing.T) {
 	}
 }
 
+// TestGetOutputStream: combined is the plain log; stdout alone is asked
+// for with stream=Stdout, trusted only once a probe shows the server knows
+// the field, and refused (remembered) where the gate is off or the server
+// ignores the field.
 func TestGetOutputStream(t *testing.T) {
-	x, client, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("1")})
-	var seen []*corev1.PodLogOptions
-	client.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "log" {
-			return false, nil, nil
-		}
-		opts := a.(k8stesting.GenericActionImpl).Value.(*corev1.PodLogOptions)
-		seen = append(seen, opts)
-		if opts.Stream != nil {
-			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, podName, nil)
-		}
-		return true, &runtime.Unknown{Raw: []byte("out\nerr\n")}, nil
-	})
-	ctx := ctxT(t, time.Second)
-	rc, err := x.GetOutputStream(ctx, "main", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(b) != "out\nerr\n" {
-		t.Errorf("log = %q", b)
-	}
-	for range 2 {
-		if _, err := x.GetOutputStream(ctx, "main", false); !errors.Is(err, executor.ErrNotSupported) || !strings.Contains(err.Error(), "PodLogsQuerySplitStreams") {
-			t.Errorf("GetOutputStream(combined=false) = %v, want ErrNotSupported naming the feature gate", err)
-		}
-	}
-	if len(seen) != 2 || seen[0].Container != "main" || seen[1].Stream == nil || *seen[1].Stream != corev1.LogStreamStdout {
-		t.Errorf("pods/log requests = %+v; want combined, then one stdout-only try (remembered)", seen)
-	}
-}
-
-func TestKill(t *testing.T) {
-	yes := true
-	shared := mainRunning("1")
-	shared.Spec.ShareProcessNamespace = &yes
-	hostPID := mainRunning("1")
-	hostPID.Spec.HostPID = true
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, podName, nil)
+	badRequest := apierrors.NewBadRequest("unable to return the given log stream: \"Stdout\". Please enable PodLogsQuerySplitStreams feature gate in kubelet")
 	for _, tc := range []struct {
-		name      string
-		gets      []*corev1.Pod
-		watch     func(*watch.FakeWatcher) error
-		wantCalls []string
-		wantErr   error
+		name string
+		// answer is the server's answer to a request for stream (nil: none).
+		answer      func(stream *string) error
+		wantStdout  bool
+		wantStreams []string // the stream of each request after the combined one, "" for none
 	}{
 		{
-			name:      "stops on SIGTERM",
-			gets:      []*corev1.Pod{mainRunning("1")},
-			watch:     func(w *watch.FakeWatcher) error { w.Modify(mainDone("2", 143)); return nil },
-			wantCalls: []string{"main: sh -c kill -s TERM 1"},
-		},
-		{
-			name:      "already terminated",
-			gets:      []*corev1.Pod{mainDone("1", 0)},
-			wantCalls: nil,
-		},
-		{
-			name: "PID 1 survives",
-			gets: []*corev1.Pod{mainRunning("1")},
-			wantCalls: []string{
-				"main: sh -c kill -s TERM 1",
-				"main: sh -c kill -s KILL -1 2>/dev/null; true",
+			name: "gate on",
+			answer: func(s *string) error {
+				if s != nil && *s == probeStream {
+					return invalid
+				}
+				return nil
 			},
-			wantErr: executor.ErrPID1Survived,
+			wantStdout:  true,
+			wantStreams: []string{"Stdout", probeStream, "Stdout"},
 		},
-		{"shareProcessNamespace", []*corev1.Pod{shared}, nil, nil, executor.ErrNotSupported},
-		{"hostPID", []*corev1.Pod{hostPID}, nil, nil, executor.ErrNotSupported},
+		{
+			name:        "gate off on the API server",
+			answer:      func(s *string) error { return map[bool]error{true: invalid}[s != nil] },
+			wantStreams: []string{"Stdout"},
+		},
+		{
+			name:        "gate off on the kubelet",
+			answer:      func(s *string) error { return map[bool]error{true: badRequest}[s != nil] },
+			wantStreams: []string{"Stdout"},
+		},
+		{
+			name:        "server older than 1.32 ignores the field",
+			answer:      func(*string) error { return nil },
+			wantStreams: []string{"Stdout", probeStream},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := &fakeExecer{run: func(context.Context, string, []string, io.Reader, io.Writer, io.Writer) error { return nil }}
-			var watches []func(*watch.FakeWatcher) error
-			if tc.watch != nil {
-				watches = append(watches, tc.watch)
+			x, client, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("1")})
+			var seen []*corev1.PodLogOptions
+			client.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "log" {
+					return false, nil, nil
+				}
+				opts := a.(k8stesting.GenericActionImpl).Value.(*corev1.PodLogOptions)
+				seen = append(seen, opts)
+				if err := tc.answer(opts.Stream); err != nil {
+					return true, nil, err
+				}
+				return true, &runtime.Unknown{Raw: []byte("out\nerr\n")}, nil
+			})
+			ctx := ctxT(t, time.Second)
+			rc, err := x.GetOutputStream(ctx, "main", true)
+			if err != nil {
+				t.Fatal(err)
 			}
-			x, _, _ := newTest(t, Config{}, ex, tc.gets, watches...)
-			err := x.Kill(ctxT(t, 5*time.Second), []string{"main"}, 100*time.Millisecond)
-			if !slices.Equal(ex.Calls(), tc.wantCalls) {
-				t.Errorf("exec calls = %q, want %q", ex.Calls(), tc.wantCalls)
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			if string(b) != "out\nerr\n" {
+				t.Errorf("log = %q", b)
 			}
-			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("Kill = %v, want %v", err, tc.wantErr)
+			for range 2 {
+				rc, err := x.GetOutputStream(ctx, "main", false)
+				if tc.wantStdout {
+					if err != nil {
+						t.Fatalf("GetOutputStream(combined=false) = %v", err)
+					}
+					rc.Close()
+					continue
+				}
+				if !errors.Is(err, executor.ErrNotSupported) || !strings.Contains(err.Error(), "PodLogsQuerySplitStreams") {
+					t.Errorf("GetOutputStream(combined=false) = %v, want ErrNotSupported naming the feature gate", err)
+				}
 			}
-			if tc.wantErr != nil && !strings.Contains(err.Error(), "main") && tc.wantErr == executor.ErrPID1Survived {
-				t.Errorf("error %q does not name the container", err)
+			var streams []string
+			for _, o := range seen[1:] {
+				s := ""
+				if o.Stream != nil {
+					s = *o.Stream
+				}
+				streams = append(streams, s)
+			}
+			if seen[0].Stream != nil || !slices.Equal(streams, tc.wantStreams) {
+				t.Errorf("pods/log streams after the combined request = %q, want %q", streams, tc.wantStreams)
 			}
 		})
 	}

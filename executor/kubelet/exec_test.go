@@ -318,8 +318,7 @@ func TestExecWrongCA(t *testing.T) {
 func TestWaitExecWatch(t *testing.T) {
 	fe := &fakeExec{dies: make(chan struct{})}
 	_, x := execEnv(t, fe)
-	clock := &fakeClock{hold: true} // polling never advances: only the exec watch can end Wait
-	x.after = clock.after
+	x = withClock(x, newStepClock(true)) // polling never advances: only the exec session can end Wait
 	done := make(chan error, 1)
 	go func() { done <- x.Wait(ctxT(t), []string{"main"}) }()
 	close(fe.dies) // main's PID 1 exits: the watch's shell is killed (137)
@@ -345,7 +344,7 @@ func TestKill(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fe := tt.fe
 			_, x := execEnv(t, fe)
-			x.after = (&fakeClock{}).after
+			x = withClock(x, newStepClock(false))
 			if err := x.Kill(ctxT(t), []string{"main"}, 10*time.Second); err != nil {
 				t.Fatalf("Kill: %v", err)
 			}

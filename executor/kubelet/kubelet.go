@@ -7,11 +7,15 @@
 // What it uses on the kubelet:
 //
 //	GET  /pods                          pod status (the whole node's list, decoded as a stream)
-//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream
+//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined)
 //	POST /exec/{ns}/{pod}/{c} (SPDY)    files, kill, and Wait's fast path: needs nodes/proxy create
 //	GET  /exec/{ns}/{pod}/{c} (WebSocket) the same where SPDY is refused: needs nodes/proxy get
 //
-// The API server is not in the data path: copies cost it nothing.
+// Files, copies, Wait, GetExitCode, ListContainerNames and Kill are the
+// shared exec engine's (executor/internal/podexec); this package gives it the
+// /exec Execer (exec.go), the /pods poll with its bounded backoff (pods.go)
+// and the mapping of refusals to what to fix (transport.go). The API server
+// is not in the data path: copies cost it nothing.
 package kubelet
 
 import (
@@ -23,12 +27,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
@@ -37,8 +41,6 @@ import (
 
 // Defaults for Config's zero values.
 const (
-	// DefaultPort is the kubelet's HTTPS port.
-	DefaultPort = 10250
 	// DefaultPollInitial is the first /pods poll interval of Wait.
 	DefaultPollInitial = 100 * time.Millisecond
 	// DefaultPollMax is the longest /pods poll interval of Wait.
@@ -50,7 +52,8 @@ const (
 type Config struct {
 	// Host is the kubelet's address: the pod's status.hostIP (ARGO_KUBELET_HOST).
 	Host string
-	// Port is the kubelet's HTTPS port (ConfigMap kubeletPort); 0 means 10250.
+	// Port is the kubelet's HTTPS port (ConfigMap kubeletPort); 0 means
+	// workflow.DefaultKubeletPort (10250).
 	Port int
 	// Insecure skips verification of the kubelet's serving certificate
 	// (ConfigMap kubeletInsecure). New logs a warning when it is set.
@@ -68,12 +71,22 @@ type Config struct {
 	PollInitial time.Duration
 	// PollMax bounds the interval as it backs off; 0 means 1s.
 	PollMax time.Duration
+	// ExitConfirmTimeout bounds how long GetExitCode waits for the status to
+	// confirm an exit that Wait's exec fast path saw; 0 means
+	// podexec.DefaultExitConfirmTimeout (10 s).
+	ExitConfirmTimeout time.Duration
+	// KillSettle: 0 means podexec.DefaultKillSettle (1 s).
+	KillSettle time.Duration
+	// NoExecWait turns off Wait's exec fast path: Wait then learns of exits
+	// from /pods alone, 0.7-0.9 s later (for measurement, and for images
+	// without sh).
+	NoExecWait bool
 }
 
 // withDefaults returns cfg with its zero values filled in.
 func (cfg Config) withDefaults() Config {
 	if cfg.Port == 0 {
-		cfg.Port = DefaultPort
+		cfg.Port = workflow.DefaultKubeletPort
 	}
 	if cfg.CAFile == "" {
 		cfg.CAFile = workflow.ServiceAccountCAPath
@@ -114,27 +127,21 @@ func (cfg Config) addr() string { return net.JoinHostPort(cfg.Host, strconv.Itoa
 // baseURL is the kubelet's https://host:port.
 func (cfg Config) baseURL() string { return "https://" + cfg.addr() }
 
-// Executor is the kubelet backend. It is safe for concurrent use.
+// Executor is the kubelet backend. It is safe for concurrent use. The
+// methods of the shared exec engine (GetFileContents, CopyFile, Wait,
+// GetExitCode, ListContainerNames, Kill, WaitPaths) run over the kubelet's
+// /exec and /pods.
 type Executor struct {
+	*podexec.Engine
 	cfg    Config
 	log    *logrus.Entry
 	rest   *rest.Config
 	client *http.Client
+	remote *podexec.RemoteExecer
 
-	// after is time.After, replaced in tests to drive Wait's polling.
-	after func(time.Duration) <-chan time.Time
-	// pe runs the exec-based operations shared with k8sapi through the
-	// kubelet's /exec.
-	pe *podexec.Client
-	// watchExit blocks until the named container's processes die (Wait's
-	// fast path); nil where it cannot run.
-	watchExit func(ctx context.Context, container string) error
-
-	mu sync.Mutex
-	// exitSeen records, by container name, the container ID whose exec
-	// watch ended because its processes died, before the kubelet's status
-	// says so.
-	exitSeen map[string]string
+	// splitLogs is 0 until GetOutputStream learns whether the kubelet can
+	// return stdout alone, then 1 (yes) or 2 (no).
+	splitLogs atomic.Int32
 }
 
 var _ executor.ContainerRuntimeExecutor = (*Executor)(nil)
@@ -166,18 +173,30 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	e := &Executor{
-		cfg:      cfg,
-		log:      log,
-		rest:     rc,
-		client:   client,
-		after:    time.After,
-		exitSeen: map[string]string{},
-	}
-	e.pe = e.newPodexec()
-	e.watchExit = e.pe.WaitExit
+	e := &Executor{cfg: cfg, log: log, rest: rc, client: client}
+	e.remote = &podexec.RemoteExecer{Config: rc, URL: e.execURL}
+	e.Engine = e.newEngine(clock.RealClock{})
 	return e, nil
 }
+
+// newEngine builds the exec engine over /exec and /pods, timed by clk.
+func (e *Executor) newEngine(clk clock.Clock) *podexec.Engine {
+	return podexec.New(podexec.Config{
+		Backend:            workflow.ExecutorKubelet,
+		Pod:                e.cfg.Namespace + "/" + e.cfg.PodName,
+		Exec:               &kubeletExecer{e: e, remote: e.remote},
+		Source:             &podPoller{e: e, clock: clk},
+		Log:                e.log,
+		Clock:              clk,
+		KillSettle:         e.cfg.KillSettle,
+		ExitConfirmTimeout: e.cfg.ExitConfirmTimeout,
+		NoExecWait:         e.cfg.NoExecWait,
+	})
+}
+
+// ExecSessions says how many exec sessions SPDY and WebSocket have carried
+// (for tests that check which protocol a copy used).
+func (e *Executor) ExecSessions() (spdy, websocket int) { return e.remote.Sessions() }
 
 // get sends GET path?query to the kubelet and returns the response when it
 // is 200 OK. Any other status is a *StatusError; verb is the nodes/proxy verb
@@ -202,22 +221,82 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 }
 
 // GetOutputStream streams the named container's log from the kubelet's
-// /containerLogs. The kubelet serves the CRI log file, in which stdout and
-// stderr lines are interleaved in the order the runtime wrote them; it cannot
-// give stdout alone (the stream=Stdout selector is behind the alpha feature
-// gate PodLogsQuerySplitStreams), so the stream is always that combination,
-// and combined=false is logged and treated as combined. The log is what
-// exists when the request is made (no follow). Cancelling ctx ends the stream.
+// /containerLogs: the log that exists when the request is made (no follow).
+// Cancelling ctx ends the stream.
+//
+// Combined, it is the CRI log file, stdout and stderr interleaved in the
+// order the runtime wrote them. Without combined it asks for stdout alone
+// (stream=Stdout), which needs the kubelet feature gate
+// PodLogsQuerySplitStreams (alpha since Kubernetes 1.32). With the gate off
+// the kubelet refuses it (400, "Please enable PodLogsQuerySplitStreams
+// feature gate in kubelet"); a kubelet older than 1.32 does not know the
+// parameter and would silently send both streams, so the first stdout-only
+// request is checked once with a probe that names a stream that does not
+// exist: a kubelet that honours the parameter refuses it (422), one that
+// ignores it answers 200. Where stdout alone cannot be had, combined=false is
+// an error wrapping executor.ErrNotSupported that names the gate.
 func (e *Executor) GetOutputStream(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error) {
+	op := fmt.Sprintf("kubelet: get log of container %q from %s", containerName, e.cfg.addr())
+	var query url.Values
 	if !combined {
-		e.log.WithField("container", containerName).Debug("kubelet: /containerLogs cannot separate stdout from stderr; streaming both")
+		if e.splitLogs.Load() == 2 {
+			return nil, errNoSplitLogs(containerName)
+		}
+		query = url.Values{"stream": {"Stdout"}}
 	}
-	path := "/containerLogs/" + url.PathEscape(e.cfg.Namespace) + "/" + url.PathEscape(e.cfg.PodName) + "/" + url.PathEscape(containerName)
-	resp, err := e.get(ctx, path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet: get log of container %q from %s: %w", containerName, e.cfg.addr(), err)
+	resp, err := e.get(ctx, e.logPath(containerName), query)
+	var se *StatusError
+	switch {
+	case !combined && errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity):
+		e.log.WithError(err).Debug("kubelet: /containerLogs refused stream=Stdout")
+		e.splitLogs.Store(2)
+		return nil, errNoSplitLogs(containerName)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", op, err)
+	case !combined && e.splitLogs.Load() == 0:
+		honoured, err := e.streamParamHonoured(ctx, containerName)
+		if err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: check that the kubelet honours stream=Stdout: %w", op, err)
+		}
+		if !honoured {
+			resp.Body.Close()
+			e.splitLogs.Store(2)
+			return nil, errNoSplitLogs(containerName)
+		}
+		e.splitLogs.Store(1)
 	}
 	return &logStream{ctx: ctx, rc: resp.Body, container: containerName}, nil
+}
+
+// logPath is the /containerLogs path of container.
+func (e *Executor) logPath(container string) string {
+	return "/containerLogs/" + url.PathEscape(e.cfg.Namespace) + "/" + url.PathEscape(e.cfg.PodName) + "/" + url.PathEscape(container)
+}
+
+// probeStream is a log stream name that no Kubernetes version has.
+const probeStream = "argoexec-probe"
+
+// streamParamHonoured asks /containerLogs for a stream that does not exist:
+// a kubelet that knows the stream parameter refuses it (gate on or off),
+// one older than 1.32 ignores it and answers 200.
+func (e *Executor) streamParamHonoured(ctx context.Context, container string) (bool, error) {
+	resp, err := e.get(ctx, e.logPath(container), url.Values{"stream": {probeStream}, "limitBytes": {"1"}})
+	var se *StatusError
+	switch {
+	case errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	resp.Body.Close()
+	e.log.Debug("kubelet: /containerLogs ignored stream=" + probeStream + ": the kubelet does not know the stream parameter")
+	return false, nil
+}
+
+func errNoSplitLogs(container string) error {
+	return executor.NotSupported(workflow.ExecutorKubelet, fmt.Sprintf("log of container %q without stderr", container),
+		"the kubelet gives stdout alone only with the feature gate PodLogsQuerySplitStreams on (Kubernetes 1.32 or later); enable it, ask for combined output, or use the docker backend")
 }
 
 // logStream wraps read errors of a log stream with what was being read, and
@@ -244,111 +323,3 @@ func (l *logStream) Read(p []byte) (int, error) {
 
 // Close implements io.Closer.
 func (l *logStream) Close() error { return l.rc.Close() }
-
-// GetExitCode returns the exit code of the named container from the
-// kubelet's pod status. If Wait saw the container's processes die through
-// its exec watch before the kubelet's status caught up (0.7–0.9 s here), it
-// polls /pods every PollInitial, for at most 10 s, until the status shows
-// the exit.
-func (e *Executor) GetExitCode(ctx context.Context, containerName string) (int, error) {
-	code, err := e.exitCode(ctx, containerName)
-	if err != nil {
-		return 0, fmt.Errorf("kubelet: get exit code of container %q: %w", containerName, err)
-	}
-	return code, nil
-}
-
-// statusLag bounds how long GetExitCode waits for the kubelet's status to
-// show an exit that the exec watch has already seen.
-const statusLag = 10 * time.Second
-
-func (e *Executor) exitCode(ctx context.Context, name string) (int, error) {
-	e.mu.Lock()
-	_, seen := e.exitSeen[name]
-	e.mu.Unlock()
-	var deadline <-chan time.Time
-	if seen {
-		deadline = e.after(statusLag)
-	}
-	// The exit has happened and the status will show it within about a
-	// second: poll at the first interval, without backing off.
-	interval := e.cfg.PollInitial
-	for {
-		pod, err := e.getPod(ctx)
-		if err != nil {
-			return 0, err
-		}
-		st, ok := containerStatus(pod, name)
-		if !ok {
-			return 0, fmt.Errorf("no container %q in pod %s/%s (containers: %v)", name, pod.Namespace, pod.Name, containerNames(pod))
-		}
-		if t := st.State.Terminated; t != nil {
-			return int(t.ExitCode), nil
-		}
-		if !seen {
-			return 0, fmt.Errorf("container %q is %s, not terminated", name, stateName(st.State))
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-deadline:
-			return 0, fmt.Errorf("container %q: its processes died but after %v the kubelet still reports it %s", name, statusLag, stateName(st.State))
-		case <-e.after(interval):
-		}
-	}
-}
-
-// ListContainerNames lists the pod's containers from the kubelet's copy of
-// the pod: init containers (native sidecars included) first, in spec order.
-func (e *Executor) ListContainerNames(ctx context.Context) ([]string, error) {
-	pod, err := e.getPod(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet: list containers: %w", err)
-	}
-	return containerNames(pod), nil
-}
-
-// containerNames lists pod's init containers then its containers.
-func containerNames(pod *corev1.Pod) []string {
-	names := make([]string, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	return names
-}
-
-// containerStatus finds the status of the named container, init or not.
-// A container the kubelet has not reported on yet has a zero status
-// (state "waiting").
-func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, st := range list {
-			if st.Name == name {
-				return st, true
-			}
-		}
-	}
-	for _, n := range containerNames(pod) {
-		if n == name {
-			return corev1.ContainerStatus{Name: name}, true
-		}
-	}
-	return corev1.ContainerStatus{}, false
-}
-
-// stateName says in a word what state a container is in.
-func stateName(s corev1.ContainerState) string {
-	switch {
-	case s.Terminated != nil:
-		return "terminated"
-	case s.Running != nil:
-		return "running"
-	case s.Waiting != nil && s.Waiting.Reason != "":
-		return "waiting (" + s.Waiting.Reason + ")"
-	default:
-		return "waiting"
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/argoexec/argoexec/executor"
 )
 
 const (
@@ -186,13 +189,15 @@ func newEnv(t *testing.T) *testEnv {
 	}
 }
 
+// executor builds the backend for env, on a clock whose poll intervals pass
+// at once (see stepClock).
 func (env *testEnv) executor(t *testing.T) *Executor {
 	t.Helper()
 	x, err := New(env.cfg, env.log)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return x
+	return withClock(x, newStepClock(false))
 }
 
 // pod builds the test pod with containers in the given states.
@@ -404,35 +409,92 @@ func TestTokenReadOnEveryRequest(t *testing.T) {
 	wantContains(t, err, "read service-account token", env.tokenFile)
 }
 
+// TestGetOutputStream: combined is the plain log; stdout alone is asked for
+// with stream=Stdout, trusted only once a probe shows the kubelet knows the
+// parameter, and refused (remembered) where the gate is off or the kubelet
+// ignores the parameter.
 func TestGetOutputStream(t *testing.T) {
-	env := newEnv(t)
-	var gotPath string
-	env.f.logs = func(w http.ResponseWriter, r *http.Request) {
-		gotPath = r.URL.Path
-		if strings.HasSuffix(r.URL.Path, "/nosuch") {
-			http.Error(w, `container "nosuch" not found in pod`, http.StatusNotFound)
-			return
+	gateOff := func(stream string) int {
+		if stream != "" {
+			return http.StatusBadRequest // server.go: "Please enable PodLogsQuerySplitStreams feature gate in kubelet"
 		}
-		_, _ = io.WriteString(w, "out\nerr\n")
+		return 0
 	}
-	x := env.executor(t)
-	for _, combined := range []bool{true, false} {
-		rc, err := x.GetOutputStream(ctxT(t), "main", combined)
-		if err != nil {
-			t.Fatalf("GetOutputStream: %v", err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil || string(b) != "out\nerr\n" {
-			t.Errorf("log = %q, %v", b, err)
-		}
-		if want := "/containerLogs/" + testNS + "/" + testPod + "/main"; gotPath != want {
-			t.Errorf("path = %q, want %q", gotPath, want)
-		}
+	for _, tt := range []struct {
+		name string
+		// status answers a request for stream ("" for none); 0 serves the log.
+		status      func(stream string) int
+		wantStdout  bool
+		wantStreams []string // the stream parameter of each request after the combined one
+	}{
+		{
+			name: "gate on",
+			status: func(stream string) int {
+				if stream == probeStream {
+					return http.StatusUnprocessableEntity
+				}
+				return 0
+			},
+			wantStdout:  true,
+			wantStreams: []string{"Stdout", probeStream, "Stdout"},
+		},
+		{name: "gate off", status: gateOff, wantStreams: []string{"Stdout"}},
+		{name: "kubelet older than 1.32 ignores the parameter", status: func(string) int { return 0 }, wantStreams: []string{"Stdout", probeStream}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t)
+			var mu sync.Mutex
+			var paths, streams []string
+			env.f.logs = func(w http.ResponseWriter, r *http.Request) {
+				stream := r.URL.Query().Get("stream")
+				mu.Lock()
+				paths, streams = append(paths, r.URL.Path), append(streams, stream)
+				mu.Unlock()
+				if strings.HasSuffix(r.URL.Path, "/nosuch") {
+					http.Error(w, `container "nosuch" not found in pod`, http.StatusNotFound)
+					return
+				}
+				if code := tt.status(stream); code != 0 {
+					http.Error(w, "refused", code)
+					return
+				}
+				_, _ = io.WriteString(w, "out\nerr\n")
+			}
+			x := env.executor(t)
+			rc, err := x.GetOutputStream(ctxT(t), "main", true)
+			if err != nil {
+				t.Fatalf("GetOutputStream: %v", err)
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || string(b) != "out\nerr\n" {
+				t.Errorf("log = %q, %v", b, err)
+			}
+			for range 2 {
+				rc, err := x.GetOutputStream(ctxT(t), "main", false)
+				if tt.wantStdout {
+					if err != nil {
+						t.Fatalf("GetOutputStream(combined=false): %v", err)
+					}
+					rc.Close()
+					continue
+				}
+				if !errors.Is(err, executor.ErrNotSupported) || !strings.Contains(err.Error(), "PodLogsQuerySplitStreams") {
+					t.Errorf("GetOutputStream(combined=false) = %v, want ErrNotSupported naming the feature gate", err)
+				}
+			}
+			_, err = x.GetOutputStream(ctxT(t), "nosuch", true)
+			wantContains(t, err, `container "nosuch"`, "404")
+			mu.Lock()
+			defer mu.Unlock()
+			if want := "/containerLogs/" + testNS + "/" + testPod + "/main"; paths[0] != want {
+				t.Errorf("path = %q, want %q", paths[0], want)
+			}
+			if got := streams[1 : len(streams)-1]; streams[0] != "" || !slices.Equal(got, tt.wantStreams) {
+				t.Errorf("stream parameters = %q, want none, then %q", streams, tt.wantStreams)
+			}
+		})
 	}
-
-	_, err := x.GetOutputStream(ctxT(t), "nosuch", true)
-	wantContains(t, err, `container "nosuch"`, "404")
 }
 
 func TestGetOutputStreamCancelledMidStream(t *testing.T) {
@@ -490,8 +552,8 @@ func TestGetExitCodeAndNames(t *testing.T) {
 		{container: "main", code: 3},
 		{container: "init", code: 0},
 		{container: "side", want: []string{`"side"`, "running", "not terminated"}},
-		{container: "pending", want: []string{`"pending"`, "waiting"}},
-		{container: "nosuch", want: []string{`"nosuch"`, "init main side pending"}},
+		{container: "pending", want: []string{`"pending"`, "not terminated (no status yet)"}},
+		{container: "nosuch", want: []string{`"nosuch"`, "no container nosuch", "init main side pending"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.container, func(t *testing.T) {

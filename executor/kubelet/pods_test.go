@@ -52,8 +52,8 @@ func TestDecodePod(t *testing.T) {
 					t.Fatalf("decodePod = %s/%s", p.Namespace, p.Name)
 				}
 				if tt.wantCode != 0 {
-					st, _ := containerStatus(p, "main")
-					if st.State.Terminated == nil || st.State.Terminated.ExitCode != tt.wantCode {
+					st := p.Status.ContainerStatuses[0]
+					if st.Name != "main" || st.State.Terminated == nil || st.State.Terminated.ExitCode != tt.wantCode {
 						t.Errorf("main state = %+v, want exit %d", st.State, tt.wantCode)
 					}
 				}

@@ -23,18 +23,19 @@ var errTooLarge = errors.New("file is larger than the limit")
 // symbolic link as cat would) over an exec session. tar rather than cat
 // because its header carries the size: an exec session whose connection
 // drops ends without an error, and a truncated read must not pass for the
-// file. A file larger than maxBytes is an error that says so (nothing is
+// file. A file larger than wf.MaxFileBytes (256 KiB, all the outputs
+// annotation can hold) is an error that says so (nothing is
 // buffered past the header); a directory is an error; a missing or
 // unreadable file is an error carrying tar's stderr.
-func (c *Client) GetFileContents(ctx context.Context, container, path string, maxBytes int64) (string, error) {
-	s, err := c.getFileContents(ctx, container, path, maxBytes)
+func (c *Engine) GetFileContents(ctx context.Context, container, path string) (string, error) {
+	s, err := c.getFileContents(ctx, container, path, c.maxFileBytes)
 	if err != nil {
-		return "", fmt.Errorf("%s: read %s in container %q of pod %s: %w", c.Backend, path, container, c.Pod, err)
+		return "", fmt.Errorf("%s: read %s in container %q of pod %s: %w", c.cfg.Backend, path, container, c.cfg.Pod, err)
 	}
 	return s, nil
 }
 
-func (c *Client) getFileContents(ctx context.Context, container, p string, maxBytes int64) (string, error) {
+func (c *Engine) getFileContents(ctx context.Context, container, p string, maxBytes int64) (string, error) {
 	dir, base := splitPath(p)
 	if strings.HasPrefix(base, "-") {
 		base = "./" + base // not an option
@@ -45,7 +46,7 @@ func (c *Client) getFileContents(ctx context.Context, container, p string, maxBy
 	stderr := newTail()
 	execDone := make(chan error, 1)
 	go func() {
-		err := c.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-chf", "-", base}, nil, pw, stderr)
+		err := c.cfg.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-chf", "-", base}, nil, pw, stderr)
 		pw.CloseWithError(err)
 		execDone <- err
 	}()
@@ -120,15 +121,15 @@ const drainLimit = 1 << 20
 // Errors name the pod, container and path and carry the tail of the remote
 // tar's stderr (a missing path, a path that is not readable); an exec that
 // cannot start tar says the container needs one.
-func (c *Client) CopyFile(ctx context.Context, container, srcPath, destPath string, compressionLevel int) error {
+func (c *Engine) CopyFile(ctx context.Context, container, srcPath, destPath string, compressionLevel int) error {
 	if err := c.copyFile(ctx, container, srcPath, destPath, compressionLevel); err != nil {
 		_ = os.Remove(destPath)
-		return fmt.Errorf("%s: copy %s from container %q of pod %s to %s: %w", c.Backend, srcPath, container, c.Pod, destPath, err)
+		return fmt.Errorf("%s: copy %s from container %q of pod %s to %s: %w", c.cfg.Backend, srcPath, container, c.cfg.Pod, destPath, err)
 	}
 	return nil
 }
 
-func (c *Client) copyFile(ctx context.Context, container, srcPath, destPath string, level int) error {
+func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath string, level int) error {
 	dir, base := splitPath(srcPath)
 	f, err := os.Create(destPath)
 	if err != nil {
@@ -143,7 +144,7 @@ func (c *Client) copyFile(ctx context.Context, container, srcPath, destPath stri
 	stderr := newTail()
 	execDone := make(chan error, 1)
 	go func() {
-		err := c.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-cf", "-", base}, nil, pw, stderr)
+		err := c.cfg.Exec.Exec(ctx, container, []string{"tar", "-C", dir, "-cf", "-", base}, nil, pw, stderr)
 		pw.CloseWithError(err) // nil: readers see io.EOF
 		execDone <- err
 	}()

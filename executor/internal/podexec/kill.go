@@ -38,29 +38,40 @@ func CheckKillable(backend string, spec *corev1.PodSpec) error {
 
 // Kill stops the named containers with signals sent from inside them:
 //
-//  1. each container that Status says is running gets `kill -s TERM 1`
-//     (containers already terminated are skipped);
-//  2. Kill waits up to grace for Status to show them terminated (a watch or
-//     poll in the StatusWatcher, no sleeping here);
-//  3. in each container still running, every process but PID 1 gets SIGKILL
+//  1. it refuses pods where PID 1 is not the container's process
+//     (CheckKillable) and names the pod does not have;
+//  2. each container that the status shows running, and whose exit exec has
+//     not seen, gets `kill -s TERM 1` (containers already terminated are
+//     skipped);
+//  3. Kill follows the status, racing exec sessions as Wait does, up to
+//     grace for them to terminate; those sessions have ended before step 4;
+//  4. in each container still running, every process but PID 1 gets SIGKILL
 //     (`kill -s KILL -1`): the kernel drops a SIGKILL sent to a PID
 //     namespace's init from inside that namespace, so PID 1 itself cannot be
 //     forced;
-//  4. after KillSettle, a container whose PID 1 still runs is an error
+//  5. after Config.KillSettle, a container whose PID 1 still runs is an error
 //     wrapping executor.ErrPID1Survived that names it.
 //
 // A container where the signal cannot be sent (no `sh`, or the exec refused)
-// is an error naming it and saying what can stop it instead. The backend
-// must have called CheckKillable on the pod first. Errors for several
-// containers are joined.
-func (c *Client) Kill(ctx context.Context, containers []string, grace time.Duration) error {
-	running, err := c.Status.Running(ctx, containers)
+// is an error naming it and saying what can stop it instead. Errors for
+// several containers are joined.
+func (c *Engine) Kill(ctx context.Context, containers []string, grace time.Duration) error {
+	if len(containers) == 0 {
+		return nil
+	}
+	pod, err := c.cfg.Source.Get(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: kill containers %v of pod %s: %w", c.Backend, containers, c.Pod, err)
+		return fmt.Errorf("%s: kill containers %v of pod %s: %w", c.cfg.Backend, containers, c.cfg.Pod, err)
+	}
+	if err := CheckKillable(c.cfg.Backend, &pod.Spec); err != nil {
+		return err
+	}
+	if err := checkNames(pod, containers); err != nil {
+		return fmt.Errorf("%s: kill containers %v of pod %s: %w", c.cfg.Backend, containers, c.cfg.Pod, err)
 	}
 	var errs []error
 	var signalled []string
-	for _, name := range running {
+	for _, name := range c.running(pod, containers) {
 		stopped, err := c.signal(ctx, name, termPID1)
 		switch {
 		case err != nil:
@@ -72,19 +83,13 @@ func (c *Client) Kill(ctx context.Context, containers []string, grace time.Durat
 	if len(signalled) == 0 {
 		return errors.Join(errs...)
 	}
-	c.Log.WithField("containers", signalled).WithField("grace", grace).Info("sent SIGTERM to PID 1, waiting for the containers to stop")
+	c.cfg.Log.WithField("containers", signalled).WithField("grace", grace).Info("sent SIGTERM to PID 1, waiting for the containers to stop")
 
-	if done, err := c.waitTerminated(ctx, signalled, grace); err != nil || done {
+	still, err := c.waitTerminated(ctx, signalled, grace)
+	if err != nil || len(still) == 0 {
 		return errors.Join(append(errs, err)...)
 	}
-	still, err := c.Status.Running(ctx, signalled)
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("%s: kill containers %v of pod %s: %w", c.Backend, signalled, c.Pod, err))...)
-	}
-	if len(still) == 0 {
-		return errors.Join(errs...)
-	}
-	c.Log.WithField("containers", still).Warn("still running after the grace period, sending SIGKILL to every process but PID 1")
+	c.cfg.Log.WithField("containers", still).Warn("still running after the grace period, sending SIGKILL to every process but PID 1")
 	var killed []string
 	for _, name := range still {
 		stopped, err := c.signal(ctx, name, killOthers)
@@ -98,71 +103,78 @@ func (c *Client) Kill(ctx context.Context, containers []string, grace time.Durat
 	if len(killed) == 0 {
 		return errors.Join(errs...)
 	}
-	if done, err := c.waitTerminated(ctx, killed, c.settle()); err != nil || done {
-		return errors.Join(append(errs, err)...)
-	}
-	survivors, err := c.Status.Running(ctx, killed)
+	survivors, err := c.waitTerminated(ctx, killed, c.cfg.KillSettle)
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("%s: kill containers %v of pod %s: %w", c.Backend, killed, c.Pod, err))...)
+		return errors.Join(append(errs, err)...)
 	}
 	for _, name := range survivors {
 		errs = append(errs, fmt.Errorf("%s: kill container %q of pod %s: %w (still running %v after SIGTERM); "+
 			"make it a native sidecar (an init container with restartPolicy: Always), which the kubelet stops from outside, or use the docker backend",
-			c.Backend, name, c.Pod, executor.ErrPID1Survived, grace))
+			c.cfg.Backend, name, c.cfg.Pod, executor.ErrPID1Survived, grace))
 	}
 	return errors.Join(errs...)
 }
 
-// waitTerminated waits up to d for containers to terminate. It returns
-// done=true when they did, and an error only when ctx itself ended or the
-// status could not be read for a reason other than the timeout.
-func (c *Client) waitTerminated(ctx context.Context, containers []string, d time.Duration) (bool, error) {
-	wctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	err := c.Status.WaitTerminated(wctx, containers)
-	switch {
-	case err == nil:
-		return true, nil
-	case ctx.Err() != nil:
-		return false, fmt.Errorf("%s: kill containers %v of pod %s: %w", c.Backend, containers, c.Pod, ctx.Err())
-	case wctx.Err() != nil:
-		return false, nil // the time is up: go on to the next step
-	default:
-		return false, fmt.Errorf("%s: kill containers %v of pod %s: wait for them to stop: %w", c.Backend, containers, c.Pod, err)
+// running returns those of containers that pod shows running and whose exit
+// exec has not seen.
+func (c *Engine) running(pod *corev1.Pod, containers []string) []string {
+	var out []string
+	for _, n := range containers {
+		if st, _ := containerStatus(pod, n); st.State.Running != nil && !c.sawExit(n, st.ContainerID) {
+			out = append(out, n)
+		}
 	}
+	return out
 }
 
-// signal runs a kill command in container. If the exec fails it asks Status
-// whether the container stopped meanwhile (then stopped is true and the
-// failure does not matter); otherwise the failure is an error naming the
+// waitTerminated waits up to d for containers to terminate and returns
+// those still running then. Its exec sessions have ended when it returns,
+// so a SIGKILL sent next cannot be mistaken for an exit. It returns an
+// error only when ctx ended or the status could not be read.
+func (c *Engine) waitTerminated(ctx context.Context, containers []string, d time.Duration) ([]string, error) {
+	fail := func(err error) ([]string, error) {
+		return nil, fmt.Errorf("%s: kill containers %v of pod %s: wait for them to stop: %w", c.cfg.Backend, containers, c.cfg.Pod, err)
+	}
+	pod, err := c.cfg.Source.Get(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	timer := c.cfg.Clock.NewTimer(d)
+	defer timer.Stop()
+	r, err := c.until(ctx, pod, containers, untilOptions{fast: !c.cfg.NoExecWait, urgent: true, deadline: timer.C()})
+	if err != nil {
+		return fail(err)
+	}
+	if !r.timedOut {
+		return nil, nil
+	}
+	// The deadline passed: ask again, the last version seen may be old.
+	if pod, err = c.cfg.Source.Get(ctx); err != nil {
+		return fail(err)
+	}
+	return c.running(pod, containers), nil
+}
+
+// signal runs a kill command in container. If the exec fails it asks the
+// status whether the container stopped meanwhile (then stopped is true and
+// the failure does not matter); otherwise the failure is an error naming the
 // container and what can stop it instead.
-func (c *Client) signal(ctx context.Context, container string, cmd []string) (stopped bool, err error) {
+func (c *Engine) signal(ctx context.Context, container string, cmd []string) (stopped bool, err error) {
 	stderr := newTail()
-	execErr := c.Exec.Exec(ctx, container, cmd, nil, nil, stderr)
+	execErr := c.cfg.Exec.Exec(ctx, container, cmd, nil, nil, stderr)
 	if execErr == nil {
 		return false, nil
 	}
 	if ctx.Err() != nil {
-		return false, fmt.Errorf("%s: signal container %q of pod %s: %w", c.Backend, container, c.Pod, ctx.Err())
+		return false, fmt.Errorf("%s: signal container %q of pod %s: %w", c.cfg.Backend, container, c.cfg.Pod, ctx.Err())
 	}
 	// The exec may have failed because the container died under it (the
 	// kill session itself is SIGKILLed, exit 137, when PID 1 exits at once):
 	// give the status the time it lags behind before calling it a failure.
-	if done, _ := c.waitTerminated(ctx, []string{container}, c.settle()); done {
-		return true, nil
-	}
-	if running, err := c.Status.Running(ctx, []string{container}); err == nil && len(running) == 0 {
+	if still, err := c.waitTerminated(ctx, []string{container}, c.cfg.KillSettle); err == nil && len(still) == 0 {
 		return true, nil
 	}
 	return false, fmt.Errorf("%s: signal container %q of pod %s with %q: %w; "+
 		"a container without a shell cannot be signalled through exec: make it a native sidecar (an init container with restartPolicy: Always), which the kubelet stops, or use the docker backend",
-		c.Backend, container, c.Pod, cmd[len(cmd)-1], withStderr(execErr, stderr))
-}
-
-// settle is how long status may lag behind a container's death.
-func (c *Client) settle() time.Duration {
-	if c.KillSettle == 0 {
-		return DefaultKillSettle
-	}
-	return c.KillSettle
+		c.cfg.Backend, container, c.cfg.Pod, cmd[len(cmd)-1], withStderr(execErr, stderr))
 }

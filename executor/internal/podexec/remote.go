@@ -40,21 +40,35 @@ type RemoteExecer struct {
 	// URL returns the exec URL for a request.
 	URL func(req ExecRequest) (*url.URL, error)
 
-	// spdyRefused is set once SPDY was refused and WebSocket carried the
+	stats protocolStats
+}
+
+// protocolStats is what the sessions of one RemoteExecer went over.
+type protocolStats struct {
+	// refused is set once SPDY was refused and WebSocket carried the
 	// session: later sessions go straight to WebSocket instead of paying a
 	// refused upgrade each (behind a proxy that cannot carry SPDY).
-	spdyRefused atomic.Bool
+	refused atomic.Bool
+	// spdy and ws count the sessions each protocol carried (upgraded).
+	spdy, ws atomic.Int64
+}
+
+// Sessions says how many exec sessions SPDY and WebSocket have carried, so
+// that tests can check a copy went over the protocol they meant.
+func (r *RemoteExecer) Sessions() (spdy, websocket int) {
+	return int(r.stats.spdy.Load()), int(r.stats.ws.Load())
 }
 
 // Exec implements Execer. The session uses SPDY and falls back on WebSocket
-// when the SPDY upgrade is refused (see NewStreamExecutor). A non-zero exit
+// when the SPDY upgrade is refused (and, once that has happened, goes
+// to WebSocket directly). A non-zero exit
 // becomes an *executor.ExitCodeError.
 func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	u, err := r.URL(ExecRequest{Container: container, Command: cmd, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil})
 	if err != nil {
 		return fmt.Errorf("build exec URL: %w", err)
 	}
-	ex, err := newStreamExecutor(r.Config, u, &r.spdyRefused)
+	ex, err := newStreamExecutor(r.Config, u, &r.stats)
 	if err != nil {
 		return err
 	}
@@ -69,7 +83,7 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 	return err
 }
 
-// NewStreamExecutor returns a remotecommand executor for the exec URL u that
+// newStreamExecutor returns a remotecommand executor for the exec URL u that
 // tries SPDY first and falls back on WebSocket when the SPDY upgrade is
 // refused or a proxy cannot carry it, as remotecommand.NewFallbackExecutor
 // does with the protocols the other way round. SPDY comes first because it
@@ -77,14 +91,9 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 // quarter of the kubelet's CPU; WebSocket is there because some servers and
 // RBAC set-ups only allow it (the kubelet's WebSocket exec needs only
 // nodes/proxy get). When both are refused the error carries both refusals.
-// Run it with StreamWithContext.
-func NewStreamExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
-	return newStreamExecutor(cfg, u, nil)
-}
-
-// newStreamExecutor is NewStreamExecutor that records in refused (if not nil)
-// that SPDY was refused and WebSocket worked, and skips SPDY once it is set.
-func newStreamExecutor(cfg *rest.Config, u *url.URL, refused *atomic.Bool) (remotecommand.Executor, error) {
+// It records in stats which protocol carried the session, and that SPDY
+// was refused and WebSocket worked, after which it skips SPDY.
+func newStreamExecutor(cfg *rest.Config, u *url.URL, stats *protocolStats) (remotecommand.Executor, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("set up SPDY transport: %w", err)
@@ -97,14 +106,14 @@ func newStreamExecutor(cfg *rest.Config, u *url.URL, refused *atomic.Bool) (remo
 	if err != nil {
 		return nil, fmt.Errorf("set up WebSocket exec: %w", err)
 	}
-	return &spdyFirst{spdy: spdyExec, ws: wsExec, refused: refused}, nil
+	return &spdyFirst{spdy: spdyExec, ws: wsExec, stats: stats}, nil
 }
 
 // spdyFirst streams over SPDY and, when the upgrade is refused, over
-// WebSocket. With refused set, it goes to WebSocket directly.
+// WebSocket. With stats.refused set, it goes to WebSocket directly.
 type spdyFirst struct {
 	spdy, ws remotecommand.Executor
-	refused  *atomic.Bool // may be nil
+	stats    *protocolStats
 }
 
 // Stream implements remotecommand.Executor; use StreamWithContext.
@@ -114,20 +123,29 @@ func (f *spdyFirst) Stream(options remotecommand.StreamOptions) error {
 
 // StreamWithContext implements remotecommand.Executor.
 func (f *spdyFirst) StreamWithContext(ctx context.Context, options remotecommand.StreamOptions) error {
-	if f.refused != nil && f.refused.Load() {
-		return f.ws.StreamWithContext(ctx, options)
+	refusal := func(err error) bool {
+		return err != nil && (httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err))
 	}
-	err := f.spdy.StreamWithContext(ctx, options)
-	if err == nil || !(httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)) {
+	ws := func() error {
+		err := f.ws.StreamWithContext(ctx, options)
+		if !refusal(err) {
+			f.stats.ws.Add(1)
+		}
 		return err
 	}
-	wsErr := f.ws.StreamWithContext(ctx, options)
-	if wsErr != nil && (httpstream.IsUpgradeFailure(wsErr) || httpstream.IsHTTPSProxyError(wsErr)) {
+	if f.stats.refused.Load() {
+		return ws()
+	}
+	err := f.spdy.StreamWithContext(ctx, options)
+	if !refusal(err) {
+		f.stats.spdy.Add(1)
+		return err
+	}
+	wsErr := ws()
+	if refusal(wsErr) {
 		return fmt.Errorf("SPDY: %w; WebSocket: %w", err, wsErr)
 	}
-	if f.refused != nil {
-		f.refused.Store(true) // WebSocket was upgraded: use it from now on
-	}
+	f.stats.refused.Store(true) // WebSocket was upgraded: use it from now on
 	return wsErr
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,18 +123,18 @@ func TestSPDYRefusalSticks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var refused atomic.Bool
+			var stats protocolStats
 			spdyX, wsX := &countingExecutor{err: tt.spdyErr}, &countingExecutor{err: tt.wsErr}
-			f := &spdyFirst{spdy: spdyX, ws: wsX, refused: &refused}
+			f := &spdyFirst{spdy: spdyX, ws: wsX, stats: &stats}
 			for range 3 {
 				err := f.StreamWithContext(context.Background(), remotecommand.StreamOptions{})
 				if (err != nil) != tt.wantFail {
 					t.Fatalf("StreamWithContext = %v, want failure %v", err, tt.wantFail)
 				}
 			}
-			if spdyX.n != tt.wantSPDY || wsX.n != tt.wantWS || refused.Load() != tt.wantSticky {
+			if spdyX.n != tt.wantSPDY || wsX.n != tt.wantWS || stats.refused.Load() != tt.wantSticky {
 				t.Errorf("SPDY sessions %d, WebSocket %d, sticky %v; want %d, %d, %v",
-					spdyX.n, wsX.n, refused.Load(), tt.wantSPDY, tt.wantWS, tt.wantSticky)
+					spdyX.n, wsX.n, stats.refused.Load(), tt.wantSPDY, tt.wantWS, tt.wantSticky)
 			}
 		})
 	}

@@ -10,34 +10,58 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/argoexec/argoexec/executor/internal/podexec"
 )
 
-// fakeClock stands in for time.After: it records every interval asked for
-// and fires at once, so a test drives Wait's polling poll by poll without
-// sleeping. Intervals of statusLag or more never fire (they are deadlines).
-type fakeClock struct {
+// stepClock is a clock whose timers shorter than 5 s fire at once, recording
+// each interval asked for, so that a test drives /pods polling poll by poll
+// without sleeping. Longer timers (the engine's deadlines) and, with hold,
+// every timer never fire.
+type stepClock struct {
+	*clocktesting.FakeClock
+	never *clocktesting.FakeClock
+
 	mu        sync.Mutex
 	intervals []time.Duration
-	// hold makes poll intervals never fire either.
-	hold bool
+	hold      bool
 }
 
-func (c *fakeClock) after(d time.Duration) <-chan time.Time {
+func newStepClock(hold bool) *stepClock {
+	return &stepClock{FakeClock: clocktesting.NewFakeClock(time.Unix(0, 0)), never: clocktesting.NewFakeClock(time.Unix(0, 0)), hold: hold}
+}
+
+// NewTimer implements clock.Clock.
+func (c *stepClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d >= statusLag || c.hold {
-		return nil
+	if c.hold || d >= 5*time.Second {
+		return c.never.NewTimer(d)
 	}
 	c.intervals = append(c.intervals, d)
-	ch := make(chan time.Time, 1)
-	ch <- time.Time{}
-	return ch
+	t := c.FakeClock.NewTimer(d)
+	c.FakeClock.Step(d)
+	return t
 }
 
-func (c *fakeClock) got() []time.Duration {
+func (c *stepClock) setHold(hold bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hold = hold
+}
+
+func (c *stepClock) got() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.intervals)
+}
+
+// withClock makes x's engine and poller run on clk.
+func withClock(x *Executor, clk clock.Clock) *Executor {
+	x.Engine = x.newEngine(clk)
+	return x
 }
 
 // podSequence answers the n-th /pods poll (from 1) with states(n).
@@ -52,19 +76,17 @@ func (s *podSequence) serve(w http.ResponseWriter, r *http.Request) {
 	s.polls++
 	st := s.states(s.polls)
 	s.mu.Unlock()
-	servePods(pod(st, "main", "wait"))(w, r)
+	p := pod(st, "main", "wait")
+	for i := range p.Status.ContainerStatuses {
+		p.Status.ContainerStatuses[i].ContainerID = "containerd://" + p.Status.ContainerStatuses[i].Name
+	}
+	servePods(p)(w, r)
 }
 
 func (s *podSequence) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.polls
-}
-
-// blockUntilDone is an exec watch that never sees an exit.
-func blockUntilDone(ctx context.Context, _ string) error {
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 func ms(ds ...int) []time.Duration {
@@ -79,11 +101,11 @@ func waiting(reason string) corev1.ContainerState {
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
 }
 
+// TestWaitPolling: the /pods intervals of a Wait that only the status ends.
 func TestWaitPolling(t *testing.T) {
 	tests := []struct {
 		name      string
 		states    func(n int) map[string]corev1.ContainerState
-		watch     func(context.Context, string) error
 		wantPolls int
 		want      []time.Duration
 	}{
@@ -95,7 +117,6 @@ func TestWaitPolling(t *testing.T) {
 				}
 				return map[string]corev1.ContainerState{"main": terminated(0)}
 			},
-			watch:     blockUntilDone,
 			wantPolls: 8,
 			want:      ms(100, 200, 400, 800, 1000, 1000, 1000),
 		},
@@ -111,23 +132,8 @@ func TestWaitPolling(t *testing.T) {
 					return map[string]corev1.ContainerState{"main": terminated(1)}
 				}
 			},
-			watch:     blockUntilDone,
 			wantPolls: 7,
 			want:      ms(100, 200, 400, 100, 200, 400),
-		},
-		{
-			name: "exec watch that cannot run leaves polling alone",
-			states: func(n int) map[string]corev1.ContainerState {
-				if n < 4 {
-					return map[string]corev1.ContainerState{"main": running()}
-				}
-				return map[string]corev1.ContainerState{"main": terminated(0)}
-			},
-			watch: func(context.Context, string) error {
-				return errors.New("exec: no shell in the image")
-			},
-			wantPolls: 4,
-			want:      ms(100, 200, 400),
 		},
 		{
 			name: "already terminated returns at the first poll",
@@ -141,26 +147,59 @@ func TestWaitPolling(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t)
+			env.cfg.NoExecWait = true
 			seq := &podSequence{states: tt.states}
 			env.f.setPods(seq.serve)
-			x := env.executor(t)
-			clock := &fakeClock{}
-			x.after, x.watchExit = clock.after, tt.watch
+			clk := newStepClock(false)
+			x := withClock(env.executor(t), clk)
 			if err := x.Wait(ctxT(t), []string{"main"}); err != nil {
 				t.Fatalf("Wait: %v", err)
 			}
 			if seq.count() != tt.wantPolls {
 				t.Errorf("polled /pods %d times, want %d", seq.count(), tt.wantPolls)
 			}
-			if got := clock.got(); !slices.Equal(got, tt.want) {
+			if got := clk.got(); !slices.Equal(got, tt.want) {
 				t.Errorf("poll intervals = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestWaitFastPath(t *testing.T) {
+// TestUrgentFollowPollsFast: while a kill's grace runs or an exit exec saw
+// is confirmed, the interval stops at 200 ms.
+func TestUrgentFollowPollsFast(t *testing.T) {
 	env := newEnv(t)
+	seq := &podSequence{states: func(int) map[string]corev1.ContainerState { return map[string]corev1.ContainerState{"main": running()} }}
+	env.f.setPods(seq.serve)
+	clk := newStepClock(false)
+	x := withClock(env.executor(t), clk)
+	src := &podPoller{e: x, clock: clk}
+	from, err := src.Get(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errStop := errors.New("stop")
+	n := 0
+	err = src.Follow(ctxT(t), from, podexec.FollowOptions{Urgent: true}, func(*corev1.Pod) error {
+		if n++; n == 5 {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) {
+		t.Fatalf("Follow = %v", err)
+	}
+	if got, want := clk.got(), ms(100, 200, 200, 200, 200); !slices.Equal(got, want) {
+		t.Errorf("urgent poll intervals = %v, want %v", got, want)
+	}
+}
+
+// TestWaitFastPath: the exec session into main is killed while /pods still
+// shows it running; Wait returns without polling again, and GetExitCode
+// polls urgently until the status shows the exit.
+func TestWaitFastPath(t *testing.T) {
+	fe := &fakeExec{dies: make(chan struct{})}
+	env, _ := execEnv(t, fe)
 	// The kubelet's status lags: main shows terminated only from poll 4.
 	seq := &podSequence{states: func(n int) map[string]corev1.ContainerState {
 		if n < 4 {
@@ -169,38 +208,24 @@ func TestWaitFastPath(t *testing.T) {
 		return map[string]corev1.ContainerState{"main": terminated(42)}
 	}}
 	env.f.setPods(seq.serve)
-	x := env.executor(t)
-	clock := &fakeClock{hold: true} // polling never advances: only the exec watch can end Wait
-	exited := make(chan struct{})
-	x.after = clock.after
-	x.watchExit = func(ctx context.Context, container string) error {
-		if container != "main" {
-			t.Errorf("exec watch on %q", container)
-		}
-		select {
-		case <-exited:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	close(exited)
+	clk := newStepClock(true) // polling never advances: only the exec session can end Wait
+	x := withClock(env.executor(t), clk)
+	close(fe.dies) // main's PID 1 exits: the session's shell is killed (137)
 	if err := x.Wait(ctxT(t), []string{"main"}); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
 	if seq.count() != 1 {
-		t.Errorf("Wait polled /pods %d times; the exec watch should end it after the first", seq.count())
+		t.Errorf("Wait polled /pods %d times; the exec session should end it after the first", seq.count())
 	}
-
-	// GetExitCode confirms with the kubelet's status, polling until it shows the exit.
-	clock.mu.Lock()
-	clock.hold = false
-	clock.mu.Unlock()
+	if byExec, byStatus := x.WaitPaths(); byExec != 1 || byStatus != 0 {
+		t.Errorf("WaitPaths = %d, %d; want the exec fast path", byExec, byStatus)
+	}
+	clk.setHold(false)
 	code, err := x.GetExitCode(ctxT(t), "main")
 	if err != nil || code != 42 {
 		t.Fatalf("GetExitCode = %d, %v; want 42", code, err)
 	}
-	if got, want := clock.got(), ms(100, 100); !slices.Equal(got, want) {
+	if got, want := clk.got(), ms(100, 200); !slices.Equal(got, want) {
 		t.Errorf("GetExitCode poll intervals = %v, want %v", got, want)
 	}
 }
@@ -232,6 +257,7 @@ func TestWaitEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t)
+			env.cfg.NoExecWait = true
 			ctx, cancel := context.WithCancel(ctxT(t))
 			defer cancel()
 			var mu sync.Mutex
@@ -252,8 +278,7 @@ func TestWaitEnds(t *testing.T) {
 				}
 				servePods(pod(runningMain, "main"))(w, r)
 			})
-			x := env.executor(t)
-			x.after, x.watchExit = (&fakeClock{}).after, blockUntilDone
+			x := withClock(env.executor(t), newStepClock(false))
 			err := x.Wait(ctx, []string{"main"})
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Errorf("Wait = %v, want an error wrapping %v", err, tt.wantIs)
@@ -287,8 +312,7 @@ func TestWaitKubeletRestarted(t *testing.T) {
 		}
 		seq.serve(w, r)
 	})
-	x := env.executor(t)
-	x.after = (&fakeClock{}).after
+	x := withClock(env.executor(t), newStepClock(false))
 	if err := x.Wait(ctxT(t), []string{"main"}); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -301,26 +325,14 @@ func TestWaitKubeletRestarted(t *testing.T) {
 	}
 }
 
-func TestWaitUnknownContainer(t *testing.T) {
-	env := newEnv(t)
-	env.f.setPods(servePods(pod(nil, "main")))
-	x := env.executor(t)
-	err := x.Wait(ctxT(t), []string{"main", "nosuch"})
-	wantContains(t, err, `no container "nosuch"`, "init main")
-	if err := x.Wait(ctxT(t), nil); err != nil {
-		t.Errorf("Wait on no containers: %v", err)
-	}
-}
-
 func TestWaitKubeletDown(t *testing.T) {
 	env := newEnv(t)
-	x := env.executor(t)
+	clk := newStepClock(false)
+	x := withClock(env.executor(t), clk)
 	env.f.srv.Close() // a kubelet restarting: connections refused
-	clock := &fakeClock{}
-	x.after = clock.after
 	err := x.Wait(ctxT(t), []string{"main"})
 	wantContains(t, err, "list pods on "+env.cfg.addr(), "connection refused")
-	got := clock.got()
+	got := clk.got()
 	if len(got) != maxPollFailures-1 || got[len(got)-1] != DefaultPollMax {
 		t.Errorf("retried with intervals %v; want %d polls backing off to %v", got, maxPollFailures, DefaultPollMax)
 	}
