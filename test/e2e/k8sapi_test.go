@@ -183,6 +183,9 @@ func TestK8sAPIWebSocketFallback(t *testing.T) {
 	if code, err := x.GetExitCode(ctx, "main"); err != nil || code != 0 {
 		t.Errorf("GetExitCode = %d, %v; want 0", code, err)
 	}
+	if xs, xw := x.ExecSessions(); xs != 0 || xw < 3 {
+		t.Errorf("the backend says SPDY carried %d exec sessions and WebSocket %d; want WebSocket for every session (read, copy, Wait)", xs, xw)
+	}
 	spdy, ws := proxy.counts()
 	t.Logf("the proxy refused %d SPDY upgrades and carried %d WebSocket ones", spdy, ws)
 	if spdy != 1 || ws < 3 {
@@ -432,13 +435,18 @@ func TestK8sAPIWaitLatency(t *testing.T) {
 		for i := range mode.runs {
 			pod := scriptPod(f, fmt.Sprintf("wait-%v-%d", mode.noExec, i), waitLatencyPod)
 			f.CreatePod(f.Context(), pod)
-			hook := &fastPathHook{prefix: "exec session ended with the container"}
-			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: mode.noExec}, hookedLog(hook))
+			x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name, NoExecWait: mode.noExec}, testLog(t, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
-			samples = append(samples, measureWait(t, f, pod.Name, x, hook))
+			samples = append(samples, measureWait(t, f, pod.Name, x))
 		}
-		logWaitLatency(t, "k8sapi, "+mode.name, "the exec fast path", "the watch", samples)
+		fast := logWaitLatency(t, "k8sapi, "+mode.name, "the exec fast path", "the watch", samples)
+		switch {
+		case mode.noExec && fast != 0:
+			t.Errorf("%s: the exec fast path ended %d Waits with NoExecWait; want none", mode.name, fast)
+		case !mode.noExec && fast < minFastWaits:
+			t.Errorf("%s: the exec fast path ended %d of %d Waits, want at least %d: the fast path has stopped firing", mode.name, fast, mode.runs, minFastWaits)
+		}
 	}
 }

@@ -89,10 +89,17 @@ type copyRuns struct {
 	oursSelf                                       []time.Duration // this process's CPU during CopyFile
 }
 
+// execSessioner is the optional interface of an exec backend (k8sapi, kubelet) that says
+// how many exec sessions SPDY and WebSocket have carried.
+type execSessioner interface {
+	ExecSessions() (spdy, websocket int)
+}
+
 // copyVsKubectl copies /data/big.bin (size bytes) out of main of pod runs times with
 // x.CopyFile (compression off) and with `kubectl cp`, interleaved so load on the machine hits
 // both alike; between in each run, if not nil, runs after CopyFile (another peer). It checks
-// that both wrote the whole file.
+// that both wrote the whole file, and, for an exec backend, that every CopyFile went over
+// one SPDY session (the intended path: the figures are SPDY's, not a WebSocket fallback's).
 func copyVsKubectl(t *testing.T, f *framework.Framework, x executor.ContainerRuntimeExecutor, pod string, size int64, runs int, between func(run int)) copyRuns {
 	t.Helper()
 	kubectl := kubectlPath(t)
@@ -101,9 +108,19 @@ func copyVsKubectl(t *testing.T, f *framework.Framework, x executor.ContainerRun
 	dir := t.TempDir()
 	var r copyRuns
 	for i := range runs {
+		es, isExec := x.(execSessioner)
+		var spdy0, ws0 int
+		if isExec {
+			spdy0, ws0 = es.ExecSessions()
+		}
 		m, self, start := startCPU(), selfCPU(), time.Now()
 		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "big.tgz"), gzip.NoCompression); err != nil {
 			t.Fatalf("run %d: CopyFile: %v", i, err)
+		}
+		if isExec {
+			if spdy1, ws1 := es.ExecSessions(); spdy1-spdy0 != 1 || ws1 != ws0 {
+				t.Errorf("run %d: CopyFile went over %d SPDY and %d WebSocket sessions; want one SPDY session", i, spdy1-spdy0, ws1-ws0)
+			}
 		}
 		r.ours, r.oursSelf = append(r.ours, time.Since(start)), append(r.oursSelf, selfCPU()-self)
 		a, k := m.since()
