@@ -16,7 +16,8 @@
 #   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
 #   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
-#                               ARGOEXEC_E2E_ARGO_IMAGES=upstream,ours adds our argoexec:dev rows
+#                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
+#                               argoexec and our argoexec:dev in the same run, compared)
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh

@@ -6,15 +6,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -22,9 +26,9 @@ import (
 // The argo tier: Argo Workflows v3.3.8's own, unmodified controller (hack/argo.sh) runs Argo's
 // own examples, read from the Go module byte for byte (only the executor label is added, as
 // `argo submit -l` would), on k8sapi and kubelet, with each executor image that
-// ARGOEXEC_E2E_ARGO_IMAGES names: "upstream" (Argo's own argoexec v3.3.8, the default) and
-// "ours" (argoexec:dev). With both, the two must agree on the workflow phase and every node's
-// outputs (parameters, results, artifact bytes in S3).
+// ARGOEXEC_E2E_ARGO_IMAGES names: "upstream" (Argo's own argoexec v3.3.8) and "ours"
+// (argoexec:dev); both by default. With both, the two must agree on the workflow phase and every
+// node's outputs (parameters, results, artifact bytes in S3).
 
 // argoCase is one example, unchanged or as its emptyDir variant.
 type argoCase struct {
@@ -318,6 +322,14 @@ func TestArgo(t *testing.T) {
 	sem := make(chan struct{}, parallel)
 	t0 := time.Now()
 	var wg sync.WaitGroup
+	// The negative case mostly waits: it runs beside the pool, outside its limit.
+	for _, ctrl := range ctrls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run("docker-on-containerd/"+ctrl.Name, func(t *testing.T) { runArgoDockerNegative(t, argos[ctrl.Name]) })
+		}()
+	}
 	for _, r := range runs {
 		wg.Add(1)
 		go func() {
@@ -441,4 +453,127 @@ func keysBool(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// The negative case: `containerRuntimeExecutor: docker` (the ConfigMap's docker selector) on this
+// node, which runs its pods on containerd. Argo mounts the host's /var/run/docker.sock into wait;
+// the testbed has a dockerd there, and none of the pod's containers are on it. The workflow gives
+// its pod the socket's group (spec.securityContext.supplementalGroups), as a docker-executor user
+// would, so wait can open the socket whatever user the image runs as.
+const argoDockerWorkflow = `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata:
+  generateName: docker-on-containerd-
+spec:
+  entrypoint: main
+  securityContext: {supplementalGroups: [%d]}
+  templates:
+  - name: main
+    container:
+      image: alpine:3.7
+      command: [sh, -c, "echo hello"]
+`
+
+// argoDockerUpstreamWatch is how long Argo's own argoexec is watched before the test deletes
+// its workflow: past our find timeout (60 s) and a controller requeue (10 s).
+const argoDockerUpstreamWatch = 90 * time.Second
+
+func runArgoDockerNegative(t *testing.T, a *framework.Argo) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(a.Env.DockerSock, &st); err != nil {
+		t.Fatalf("docker socket %s: %v (hack/cluster.sh starts dockerd)", a.Env.DockerSock, err)
+	}
+	wf, err := framework.ParseWorkflow([]byte(fmt.Sprintf(argoDockerWorkflow, st.Gid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), framework.ArgoTimeout)
+	defer cancel()
+	start := time.Now()
+	created, err := a.Submit(ctx, wf, "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := created.GetName()
+	defer func() {
+		if err := a.DeleteWorkflow(context.Background(), name); err != nil {
+			t.Logf("deleting %s: %v", name, err)
+		}
+	}()
+
+	if a.Controller.Name == "upstream" {
+		// Argo's docker executor polls `docker ps` (every second; its image has no docker CLI,
+		// which it logs once) and waits for ever: still Running, wait still running, after 90 s.
+		wctx, wcancel := context.WithTimeout(ctx, argoDockerUpstreamWatch)
+		final, err := a.WaitForWorkflow(wctx, name)
+		wcancel()
+		if err == nil {
+			phase, _, _ := unstructured.NestedString(final.Object, "status", "phase")
+			t.Fatalf("Argo's own argoexec finished %s in %s: phase %s; want it still running (it polls docker ps forever)", name, time.Since(start).Round(time.Second), phase)
+		}
+		pods, err := a.WorkflowPods(ctx, name)
+		if err != nil || len(pods) != 1 {
+			t.Fatalf("pods of %s: %d, %v", name, len(pods), err)
+		}
+		p := &pods[0]
+		var waitRunning bool
+		var mainState string
+		for _, cs := range p.Status.ContainerStatuses {
+			switch cs.Name {
+			case "wait":
+				waitRunning = cs.State.Running != nil
+			case "main":
+				mainState = framework.DescribeStatuses(&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}})
+			}
+		}
+		if !waitRunning {
+			t.Errorf("pod %s: wait not running after %s: %s", p.Name, argoDockerUpstreamWatch, framework.DescribeStatuses(p))
+		}
+		log, _ := a.PodLog(ctx, p.Name, "wait")
+		if !strings.Contains(log, "docker ps") {
+			t.Errorf("wait log of %s has no `docker ps`:\n%s", p.Name, log)
+		}
+		var lines []string
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "docker") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("Argo's own argoexec, docker executor on containerd: %s still %s after %s, pod %s (main: %s), wait running; its wait log on docker:\n%s",
+			name, p.Status.Phase, time.Since(start).Round(time.Second), p.Name, mainState, strings.Join(lines, "\n"))
+		return
+	}
+
+	final, err := a.WaitForWorkflow(ctx, name)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("ours did not fail the docker step: %v", err)
+	}
+	o, err := a.Collect(ctx, final)
+	if err != nil {
+		t.Logf("collecting %s: %v", name, err)
+	}
+	n := o.Node("WF")
+	if n == nil {
+		t.Fatalf("no node in %s", name)
+	}
+	if o.Phase != "Error" && o.Phase != "Failed" || n.Phase != o.Phase {
+		t.Errorf("workflow %s phase %s, node %s; want both Error or Failed", name, o.Phase, n.Phase)
+	}
+	pods, _ := a.WorkflowPods(ctx, name)
+	podName := name
+	if len(pods) == 1 {
+		podName = pods[0].Name
+	}
+	for _, want := range []string{
+		"not found within 1m0s",
+		"no container labelled io.kubernetes.pod.namespace=" + a.Controller.Namespace + ",io.kubernetes.pod.name=" + podName,
+		"io.kubernetes.container.name=main",
+		"does this node run its pods on Docker",
+	} {
+		if !strings.Contains(n.Message, want) {
+			t.Errorf("node message %q has no %q", n.Message, want)
+		}
+	}
+	t.Logf("ours, docker executor on containerd: workflow %s %s in %s; node message: %s", name, o.Phase, took.Round(time.Second), n.Message)
 }

@@ -53,10 +53,10 @@ type ArgoController struct {
 }
 
 // ArgoControllers lists the controllers whose images ARGOEXEC_E2E_ARGO_IMAGES names
-// (comma-separated; default "upstream": Argo's own argoexec only).
+// (comma-separated; default "upstream,ours": Argo's own argoexec and ours, compared).
 func ArgoControllers() ([]ArgoController, error) {
 	var out []ArgoController
-	for _, name := range strings.Split(getenv("ARGOEXEC_E2E_ARGO_IMAGES", "upstream"), ",") {
+	for _, name := range strings.Split(getenv("ARGOEXEC_E2E_ARGO_IMAGES", "upstream,ours"), ",") {
 		name = strings.TrimSpace(name)
 		var def string
 		switch name {
@@ -538,3 +538,42 @@ func tail(s string, n int) string {
 // ArgoTimeout bounds one workflow: Argo v3.3's controller requeues every 10 s, so a three-step
 // workflow takes 30-40 s even when every pod is quick.
 const ArgoTimeout = 4 * time.Minute
+
+// ParseWorkflow reads a workflow manifest (YAML) from memory as an unstructured object.
+func ParseWorkflow(data []byte) (*unstructured.Unstructured, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	return obj, obj.UnmarshalJSON(js)
+}
+
+// GetWorkflow reads one workflow of the controller's namespace.
+func (a *Argo) GetWorkflow(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	return a.Dynamic.Resource(WorkflowGVR).Namespace(a.Controller.Namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// DeleteWorkflow deletes one workflow (its pods go with it).
+func (a *Argo) DeleteWorkflow(ctx context.Context, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := a.Dynamic.Resource(WorkflowGVR).Namespace(a.Controller.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// WorkflowPods lists the pods of a workflow (label workflows.argoproj.io/workflow).
+func (a *Argo) WorkflowPods(ctx context.Context, name string) ([]corev1.Pod, error) {
+	pods, err := a.Client.CoreV1().Pods(a.Controller.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "workflows.argoproj.io/workflow=" + name})
+	if err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// PodLog is a container's whole log.
+func (a *Argo) PodLog(ctx context.Context, pod, container string) (string, error) {
+	return a.podLog(ctx, pod, container)
+}
