@@ -345,3 +345,33 @@ func TestListContainerNames(t *testing.T) {
 		t.Errorf("ListContainerNames = %v", err)
 	}
 }
+
+// TestKillIsRestartAware: an instance whose exit exec saw is not signalled
+// again, but the instance that replaced it (a restarted native sidecar, a
+// new container ID) is.
+func TestKillIsRestartAware(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		restarted bool
+		wantCalls []string
+	}{
+		{name: "same instance", wantCalls: nil},
+		{name: "restarted since", restarted: true, wantCalls: []string{"sidecar: sh -c kill -s TERM 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakePod("sidecar")
+			ex := p.execer(func(c string, _ []string) error { p.stop(c, 143); return nil })
+			e, _ := newTestEngine(ex, p)
+			e.markExit("sidecar", "sidecar-1")
+			if tc.restarted {
+				p.update(func(pod *corev1.Pod) { pod.Status.InitContainerStatuses[1].ContainerID = "sidecar-2" })
+			}
+			if err := e.Kill(context.Background(), []string{"sidecar"}, time.Second); err != nil {
+				t.Fatalf("Kill: %v", err)
+			}
+			if got := ex.Calls(); !slices.Equal(got, tc.wantCalls) {
+				t.Errorf("exec calls = %q, want %q", got, tc.wantCalls)
+			}
+		})
+	}
+}
