@@ -208,8 +208,10 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 // An API server older than 1.32 does not know the field and would silently
 // send both streams, so the first stdout-only request is checked once with a
 // probe that names a stream that does not exist: a server that honours the
-// field refuses it, one that ignores the field answers 200. Where stdout
-// alone cannot be had, combined=false is an error wrapping
+// field refuses it, one that ignores the field answers 200. The probe
+// cannot see past the API server: a kubelet older than 1.32 behind an API
+// server with the gate on (a version skew the skew policy allows) ignores
+// the stream it is passed and sends both. Where stdout alone cannot be had, combined=false is an error wrapping
 // executor.ErrNotSupported that names the gate; the caller can ask for
 // combined output or use the docker backend, which separates the streams.
 func (e *Executor) GetOutputStream(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error) {
