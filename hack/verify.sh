@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Lint: gofmt must list no file, go vet must pass (with and without the e2e tag).
+# Lint: gofmt must list no file, go.mod must be tidy, go vet and staticcheck must pass (with and
+# without the e2e tag), and every shell script must be shellcheck-clean. staticcheck is pinned
+# and installed from the Go module proxy into the cache; shellcheck comes from Debian's apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^vendor/') 2>&1 || true)
+STATICCHECK_VERSION=v0.8.2
+CACHE=${ARGOEXEC_CACHE:-/var/cache/argoexec}
+
+mapfile -t gofiles < <(git ls-files '*.go' | grep -v '^vendor/')
+unformatted=$(gofmt -l "${gofiles[@]}" 2>&1 || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt: these files need formatting (run gofmt -w):" >&2
   echo "$unformatted" >&2
@@ -15,4 +21,23 @@ if ! go mod tidy -diff >/dev/null; then
 fi
 go vet ./...
 go vet -tags e2e ./...
-echo "lint: gofmt, go mod tidy and go vet clean"
+
+sc=$CACHE/bin/staticcheck-$STATICCHECK_VERSION
+if [ ! -x "$sc" ]; then
+  mkdir -p "$CACHE/bin"
+  tmp=$(mktemp -d)
+  GOBIN=$tmp go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+  mv "$tmp/staticcheck" "$sc"
+  rmdir "$tmp"
+fi
+"$sc" ./...
+"$sc" -tags e2e ./...
+
+if ! command -v shellcheck >/dev/null; then
+  echo "installing shellcheck (apt)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade shellcheck
+fi
+mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
+shellcheck -x "${scripts[@]}"
+echo "lint: gofmt, go mod tidy, go vet, staticcheck and shellcheck clean"

@@ -239,7 +239,7 @@ func TestWaitRelistsOnGone(t *testing.T) {
 	}{
 		{"410 event", expired},
 		{"410 from the watch call", func(*watch.FakeWatcher) error {
-			return apierrors.NewGone("too old resource version")
+			return apierrors.NewResourceExpired("too old resource version")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

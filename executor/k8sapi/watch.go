@@ -57,7 +57,7 @@ func (s watchSource) Follow(ctx context.Context, from *corev1.Pod, _ podexec.Fol
 // watch follows the pod from resourceVersion rv with a RetryWatcher,
 // stopped and joined before it returns. It returns errExpired on 410.
 func (s watchSource) watch(ctx context.Context, rv string, fn func(*corev1.Pod) error) error {
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, podWatcher{s.e})
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, podWatcher(s))
 	if err != nil {
 		return fmt.Errorf("watch pod %s: %w", s.e.podRef(), err)
 	}

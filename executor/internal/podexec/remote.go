@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	//lint:ignore SA1019 client-go's SPDY upgrader (transport/spdy.Upgrader) still takes apimachinery's Connection type
 	compathttpstream "k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
