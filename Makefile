@@ -1,7 +1,7 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build unit lint test e2e demo images cluster-up cluster-down bench
+.PHONY: help build unit lint test e2e demo images cluster-up cluster-down bench bench-argo
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ images: ## build the images and import them into containerd and dockerd
 
 bench: ## go benchmarks of the unit tier
 	go test -run '^$$' -bench . -benchmem ./...
+
+bench-argo: ## Argo v3.3.8 figures (BENCHMARKS.md): anchor step, 7 runs per executor image and backend
+	ARGOEXEC_E2E_ARGO_BENCH=$${ARGOEXEC_E2E_ARGO_BENCH:-7} hack/e2e.sh -run 'TestArgoFigures$$'
 
 cluster-up: ## start the local cluster (idempotent)
 	hack/cluster.sh up
