@@ -194,16 +194,19 @@ build_argosay() {
 # Argo's own argoexec (built by hack/lib/build.sh argo) at /usr/local/bin/argoexec on the example
 # rootfs: Argo's controller runs `argoexec init|wait` through PATH, stops wait with
 # `sh -c 'kill -15 $(pidof argoexec)'` (sh, procps), and its init unpacks input artifacts with
-# `tar -xf X.tgz` without -z (GNU tar detects gzip; busybox tar fails with "short read").
+# `tar -xf X.tgz` without -z (GNU tar detects gzip; busybox tar fails with "short read"). Its
+# resource templates run `kubectl` (the testbed's own v1.37.2, as Argo's image ships one) and jq.
 build_argoexec_argo() {
   local exe=$BIN/argo-argoexec r=$IMG_DIR/argoexec-argo.rootfs key
   [ -x "$exe" ] || die "$exe missing: hack/lib/build.sh argo"
   examples_rootfs
   local cfg='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["argoexec"],"WorkingDir":"/"}'
-  key="$(cat "$IMG_DIR/argo-examples.rootfs.key") $(sha256sum "$exe" | cut -d' ' -f1) $ARGOEXEC_ARGO_IMAGE $cfg"
+  [ -x "$BIN/kubectl" ] || die "$BIN/kubectl missing: hack/lib/build.sh k8s"
+  key="$(cat "$IMG_DIR/argo-examples.rootfs.key") $(sha256sum "$exe" "$BIN/kubectl" | cut -d' ' -f1 | tr '\n' ' ')$ARGOEXEC_ARGO_IMAGE $cfg"
   packed argoexec-argo "$key" && return 0
   rm -rf "$r"; cp -al "$IMG_DIR/argo-examples.rootfs" "$r"
-  rm -f "$r/usr/local/bin/argoexec"; cp "$exe" "$r/usr/local/bin/argoexec"
+  rm -f "$r/usr/local/bin/argoexec" "$r/usr/local/bin/kubectl"; cp "$exe" "$r/usr/local/bin/argoexec"
+  cp "$BIN/kubectl" "$r/usr/local/bin/kubectl"
   pack argoexec-argo "$(normalize_ref "$ARGOEXEC_ARGO_IMAGE")" "$r" "$cfg"
   echo "$key" > "$IMG_DIR/argoexec-argo.key"
   rm -rf "$r"
