@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -644,7 +645,7 @@ func TestArchiveProgress(t *testing.T) {
 	tests := []struct {
 		name      string
 		chunks    int
-		pause     time.Duration
+		pause     time.Duration // fake time each chunk takes
 		every     time.Duration
 		wantLines bool
 	}{
@@ -654,6 +655,8 @@ func TestArchiveProgress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmpl := &wf.Template{Container: &corev1.Container{}, Outputs: wf.Outputs{Artifacts: []wf.Artifact{{Name: "big", Path: "/tmp/big"}}}}
+			clk := clocktesting.NewFakeClock(time.Now())
+			log, hook := logtest.NewNullLogger()
 			fake := &executortest.Fake{
 				CopyFileFunc: func(_ context.Context, _, _, dest string, _ int) error {
 					f, err := os.Create(dest)
@@ -671,7 +674,15 @@ func TestArchiveProgress(t *testing.T) {
 						zw.Flush()
 						f.Write(buf.Bytes()) // the archive grows on disk chunk by chunk
 						buf.Reset()
-						time.Sleep(tt.pause)
+						if tt.pause > 0 {
+							// The copy takes pause: the progress ticker fires and logs
+							// the archive's size before the next chunk is written.
+							before := progressLines(hook)
+							clk.Step(tt.pause)
+							for deadline := time.Now().Add(10 * time.Second); progressLines(hook) == before && time.Now().Before(deadline); {
+								runtime.Gosched()
+							}
+						}
 					}
 					tw.Close()
 					zw.Close()
@@ -679,8 +690,7 @@ func TestArchiveProgress(t *testing.T) {
 					return err
 				},
 			}
-			log, hook := logtest.NewNullLogger()
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), ProgressEvery: tt.every},
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), ProgressEvery: tt.every, Clock: clk},
 				fake, storeOf(&memStore{}), &recorder{}, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
@@ -777,4 +787,15 @@ func TestWaitParameters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// progressLines counts the archive progress lines logged so far.
+func progressLines(hook *logtest.Hook) int {
+	n := 0
+	for _, e := range hook.AllEntries() {
+		if e.Message == "archiving output in progress" {
+			n++
+		}
+	}
+	return n
 }
