@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func TestMonitorProgress(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("monitor never %s; reported %v", what, rec.reported())
 			}
-			time.Sleep(time.Millisecond)
+			runtime.Gosched()
 		}
 	}
 	reported := func(want ...string) func() bool {
