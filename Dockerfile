@@ -1,4 +1,5 @@
-# The argoexec image: one static binary on an empty base, plus a static busybox
+# The argoexec image: static binaries on an empty base (argoexec, and
+# argoexec-main, which runs resource and data templates), plus a static busybox
 # linked as sh and pidof only: Argo Workflows' controller stops a step with
 # `sh -c 'kill -15 $(pidof argoexec)'` in the wait container. hack/images.sh
 # builds the same image without Docker (for the local cluster, which has no
@@ -15,6 +16,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends busybox
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/argoexec /bin/argoexec
+COPY --from=build /out/argoexec-main /bin/argoexec-main
 COPY --from=build /bin/busybox /bin/busybox
 RUN ["/bin/busybox", "ln", "-s", "busybox", "/bin/sh"]
 RUN ["/bin/busybox", "ln", "-s", "busybox", "/bin/pidof"]

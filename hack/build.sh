@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Builds static, reproducible binaries of argoexec and workflow-controller into
-# ${OUT:-bin/}. The version is `git describe`, stamped with -ldflags -X.
+# Builds static, reproducible binaries of argoexec, argoexec-main and workflow-controller into
+# ${OUT:-bin/}. The version is `git describe`, stamped with -ldflags -X. argoexec-main is
+# ./cmd/argoexec built with the tag argoexec_main: the resource and data templates' own flows,
+# which argoexec hands those two commands to (their libraries would make every wait bigger).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bin}
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 mkdir -p "$OUT"
-for cmd in argoexec workflow-controller; do
-  [ -d "cmd/$cmd" ] || continue
-  CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+build() { # OUTPUT PACKAGE [go build flags...]
+  local out=$1 pkg=$2
+  shift 2
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false "$@" \
     -ldflags "-s -w -X github.com/argoexec/argoexec/pkg/version.Version=${VERSION}" \
-    -o "$OUT/$cmd" "./cmd/$cmd"
-done
+    -o "$OUT/$out" "$pkg"
+}
+build argoexec ./cmd/argoexec
+build argoexec-main ./cmd/argoexec -tags argoexec_main
+build workflow-controller ./cmd/workflow-controller
 built=$(find "$OUT" -maxdepth 1 -type f -printf '%f ')
 echo "built ${built}in $OUT/ (version $VERSION)"

@@ -92,7 +92,8 @@ build_busybox() {
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"],"WorkingDir":"/"}'
 }
 
-# argoexec:dev mirrors the Dockerfile: FROM scratch, CA bundle, /bin/argoexec, static busybox as
+# argoexec:dev mirrors the Dockerfile: FROM scratch, CA bundle, /bin/argoexec and /bin/argoexec-main
+# (hack/build.sh), static busybox as
 # /bin/sh and /bin/pidof only, USER 8737:8737, ENTRYPOINT /bin/argoexec; plus
 # /bin/workflow-controller when ./cmd/workflow-controller exists.
 build_argoexec() {

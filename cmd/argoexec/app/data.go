@@ -3,11 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
 )
@@ -41,35 +39,6 @@ func newDataCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(conte
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
-}
-
-// runData is what `argoexec data` does once its options are valid.
-func runData(ctx context.Context, o *DataOptions) error {
-	tmpl, err := o.loadTemplate()
-	if err != nil {
-		return err
-	}
-	repo, creds, err := o.dataRepository(tmpl)
-	if err != nil {
-		return err
-	}
-	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: creds}, o.Log)
-	if err != nil {
-		return err
-	}
-	restCfg, err := restConfig(o.Backend.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	reporter, err := o.outputReporter(restCfg)
-	if err != nil {
-		return err
-	}
-	d := &executor.DataExecutor{Template: tmpl, Repository: repo, Lister: s3, Reporter: reporter, Log: o.Log}
-	if err := d.Run(ctx); err != nil {
-		return fmt.Errorf("data template %q: %w", tmpl.Name, err)
-	}
-	return nil
 }
 
 // dataRepository is the repository an incomplete artifactPaths location is

@@ -7,13 +7,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
-	"github.com/argoexec/argoexec/executor/resource"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -86,7 +84,8 @@ type ResourceOptions struct {
 	// Action is the command's argument: get, create, apply, delete, replace or patch.
 	Action string
 	// PollInterval is RESOURCE_STATE_CHECK_INTERVAL: how often the object is
-	// read when the API server refuses to watch it.
+	// read when the API server refuses to watch it; zero means
+	// resource.DefaultPollInterval.
 	PollInterval time.Duration
 }
 
@@ -96,7 +95,6 @@ func (o *ResourceOptions) Complete(g *globalOptions, stdio IO, args []string) er
 		return err
 	}
 	o.Action = args[0]
-	o.PollInterval = resource.DefaultPollInterval
 	if v := stdio.Getenv(EnvResourceStateCheckInterval); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -128,43 +126,4 @@ func newResourceCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(c
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
-}
-
-// runResource is what `argoexec resource` does once its options are valid.
-func runResource(ctx context.Context, o *ResourceOptions) error {
-	tmpl, err := o.loadTemplate()
-	if err != nil {
-		return err
-	}
-	restCfg, err := restConfig(o.Backend.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("create Kubernetes client: %w", err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("create Kubernetes discovery client: %w", err)
-	}
-	reporter, err := o.outputReporter(restCfg)
-	if err != nil {
-		return err
-	}
-	log := o.Log.WithField("action", o.Action)
-	e := &resource.Executor{
-		Config: resource.Config{
-			Action: o.Action, Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace,
-			Deadline: o.Argo.Deadline, PollInterval: o.PollInterval,
-		},
-		Client:   dyn,
-		Mapper:   resource.NewRESTMapper(disco, func(w string) { log.Warn(w) }),
-		Reporter: reporter,
-		Log:      log,
-	}
-	if err := e.Run(ctx); err != nil {
-		return fmt.Errorf("resource template %q: %w", tmpl.Name, err)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoexec/argoexec/executor/resource"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -37,7 +36,7 @@ func TestResourceOptions(t *testing.T) {
 			args: []string{"resource", "create"},
 			env:  argoResourceEnv(),
 			check: func(t *testing.T, o *ResourceOptions) {
-				if o.Action != "create" || o.Protocol != protocolArgo || o.Argo.NodeID != "hello-world-abc" || o.PollInterval != resource.DefaultPollInterval {
+				if o.Action != "create" || o.Protocol != protocolArgo || o.Argo.NodeID != "hello-world-abc" || o.PollInterval != 0 {
 					t.Errorf("options = %+v", o)
 				}
 				if want := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC); !o.Argo.Deadline.Equal(want) {

@@ -103,7 +103,7 @@ type runners struct {
 
 // Run parses args (without the program name) and runs the chosen command.
 func Run(ctx context.Context, args []string, stdio IO) error {
-	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: runResource, data: runData})
+	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: resourceRunner(), data: dataRunner()})
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {

@@ -1,4 +1,4 @@
-package executor
+package data
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func dataTransformations() *wf.Template {
 	}
 }
 
-func TestDataExecutor(t *testing.T) {
+func TestExecutor(t *testing.T) {
 	repo := &wf.S3Bucket{Endpoint: "s3.local:9000", Bucket: "argo-artifacts"}
 	for _, tc := range []struct {
 		name       string
@@ -99,7 +99,7 @@ func TestDataExecutor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lister, rep := &fakeLister{keys: tc.keys, err: tc.listErr}, &captureReporter{}
-			d := &DataExecutor{Template: tc.tmpl(), Repository: tc.repo, Lister: lister, Reporter: rep, Log: quietLog()}
+			d := &Executor{Template: tc.tmpl(), Repository: tc.repo, Lister: lister, Reporter: rep, Log: quietLog()}
 			err := d.Run(context.Background())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

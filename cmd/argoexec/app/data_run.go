@@ -1,0 +1,43 @@
+//go:build argoexec_main
+
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/argoexec/argoexec/executor/data"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+)
+
+// dataRunner is, in argoexec-main, the data template's own flow.
+func dataRunner() func(context.Context, *DataOptions) error { return runData }
+
+// runData is what `argoexec data` does once its options are valid.
+func runData(ctx context.Context, o *DataOptions) error {
+	tmpl, err := o.loadTemplate()
+	if err != nil {
+		return err
+	}
+	repo, creds, err := o.dataRepository(tmpl)
+	if err != nil {
+		return err
+	}
+	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: creds}, o.Log)
+	if err != nil {
+		return err
+	}
+	restCfg, err := restConfig(o.Backend.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	reporter, err := o.outputReporter(restCfg)
+	if err != nil {
+		return err
+	}
+	d := &data.Executor{Template: tmpl, Repository: repo, Lister: s3, Reporter: reporter, Log: o.Log}
+	if err := d.Run(ctx); err != nil {
+		return fmt.Errorf("data template %q: %w", tmpl.Name, err)
+	}
+	return nil
+}
