@@ -23,6 +23,7 @@ import (
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/k8sapi"
 	"github.com/argoexec/argoexec/executor/kubelet"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 func main() {
@@ -46,7 +47,7 @@ func main() {
 	case "k8sapi":
 		x, err = k8sapi.New(k8sapi.Config{Kubeconfig: *kubeconfig, Namespace: *ns, PodName: *pod}, log)
 	case "kubelet":
-		x, err = kubelet.New(kubelet.Config{Host: *kubeletHost, Port: 10250, CAFile: *caFile, TokenFile: *tokenFile, Namespace: *ns, PodName: *pod}, log)
+		x, err = kubelet.New(kubelet.Config{Host: *kubeletHost, Port: wf.DefaultKubeletPort, CAFile: *caFile, TokenFile: *tokenFile, Namespace: *ns, PodName: *pod}, log)
 	default:
 		err = fmt.Errorf("unknown backend %q", *backend)
 	}
