@@ -31,7 +31,7 @@ func runData(ctx context.Context, o *DataOptions) error {
 	if err != nil {
 		return err
 	}
-	reporter, err := o.outputReporter(restCfg)
+	reporter, _, err := o.newReporter(restCfg)
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,11 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -54,28 +49,6 @@ func (o *mainOptions) validate(cmdName string) error {
 		return usageErrorf("argoexec %s: %s is not set: Argo Workflows' controller names the WorkflowTaskResult with it", cmdName, wf.EnvArgoNodeID)
 	}
 	return nil
-}
-
-// outputReporter reports as the protocol says: a WorkflowTaskResult under
-// Argo's controller (the pod annotation on 403), the pod annotation under ours.
-func (o *mainOptions) outputReporter(restCfg *rest.Config) (executor.OutputReporter, error) {
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("create Kubernetes client: %w", err)
-	}
-	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
-	if o.Protocol != protocolArgo {
-		return pod, nil
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("create Kubernetes client: %w", err)
-	}
-	return &executor.TaskResultReporter{
-		Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
-		WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
-		PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: pod,
-	}, nil
 }
 
 // ResourceOptions are the settings of `argoexec resource ACTION`.

@@ -93,22 +93,16 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 		Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace, WorkflowName: o.WorkflowName,
 		SidecarMode: o.SidecarMode, KillGrace: o.KillGrace,
 	}}
-	var podReporter *executor.PodReporter
-	if restCfg != nil {
-		client, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return p, fmt.Errorf("create Kubernetes client: %w", err)
-		}
-		podReporter = &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
-	}
 	if o.Protocol != protocolArgo {
 		repo, store, err := artifactRepository(o, log)
 		if err != nil {
 			return p, err
 		}
 		p.cfg.Repository, p.store = repo, store
-		if podReporter != nil {
-			p.reporter = podReporter
+		if restCfg != nil {
+			if p.reporter, _, err = o.newReporter(restCfg); err != nil {
+				return p, err
+			}
 		}
 		return p, nil
 	}
@@ -132,20 +126,39 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 	}
 	p.cfg.Protocol.Artifacts, p.store = locator, store
 	if restCfg != nil {
-		dyn, err := dynamic.NewForConfig(restCfg)
+		rep, tr, err := o.newReporter(restCfg)
 		if err != nil {
-			return p, fmt.Errorf("create Kubernetes client: %w", err)
+			return p, err
 		}
-		tr := &executor.TaskResultReporter{
-			Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
-			WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
-			PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: podReporter,
-		}
-		p.reporter = tr
+		p.reporter = rep
 		p.cfg.Protocol.Progress = executor.ProgressSettings{File: o.Argo.ProgressFile,
 			FileTick: o.Argo.ProgressFileTick, PatchTick: o.Argo.ProgressPatchTick, Reporter: tr}
 	}
 	return p, nil
+}
+
+// newReporter is how outputs are reported under o's protocol: the pod
+// annotation under ours; under Argo's a WorkflowTaskResult (the pod
+// annotation on 403), also returned as tr, which reports progress too.
+func (o *commonOptions) newReporter(restCfg *rest.Config) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
+	if o.Protocol != protocolArgo {
+		return pod, nil, nil
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	tr = &executor.TaskResultReporter{
+		Client: dyn, Namespace: o.Pod.Namespace, NodeID: o.Argo.NodeID,
+		WorkflowName: o.WorkflowName, InstanceID: o.Argo.InstanceID,
+		PodName: o.Pod.Name, PodUID: o.Pod.UID, Fallback: pod,
+	}
+	return tr, tr, nil
 }
 
 // argoArtifacts is how artifacts move under Argo's controller: inputs
