@@ -138,40 +138,15 @@ start_controller() {
 # ---------------------------------------------------------------- cluster objects
 
 # controller_credentials: a client certificate for the user argo-workflow-controller, signed by
-# the cluster CA, and a kubeconfig with it. The user has only what manifests/argo/rbac.yaml binds.
+# the cluster CA (cert in lib/common.sh; made again when it no longer verifies against the CA),
+# and a kubeconfig with it. The user has only what manifests/argo/rbac.yaml binds.
 controller_credentials() {
-  local crt=$ARGO_STATE/controller.crt key=$ARGO_STATE/controller.key
   mkdir -p "$ARGO_STATE"
-  if [ ! -s "$crt" ] || [ ! -s "$key" ] || ! openssl verify -CAfile "$PKI/ca.crt" "$crt" >/dev/null 2>&1; then
-    local tmp; tmp=$(mktemp -d)
-    printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' > "$tmp/ext"
-    openssl req -new -newkey rsa:2048 -nodes -keyout "$tmp/k" -subj "/CN=$CONTROLLER_USER" -out "$tmp/csr" 2>/dev/null
-    openssl x509 -req -in "$tmp/csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-      -days 3650 -sha256 -extfile "$tmp/ext" -out "$tmp/c" 2>/dev/null
-    chmod 600 "$tmp/k"; mv -f "$tmp/k" "$key"; mv -f "$tmp/c" "$crt"; rm -rf "$tmp"
-    rm -f "$CONTROLLER_KUBECONFIG"
+  if ! openssl verify -CAfile "$PKI/ca.crt" "$PKI/$CONTROLLER_USER.crt" >/dev/null 2>&1; then
+    rm -f "$PKI/$CONTROLLER_USER.crt" "$PKI/$CONTROLLER_USER.key" "$CONTROLLER_KUBECONFIG"
   fi
-  [ -s "$CONTROLLER_KUBECONFIG" ] && return 0
-  local tmp; tmp=$(mktemp "$CONTROLLER_KUBECONFIG.XXXX")
-  cat > "$tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: argoexec-testbed
-  cluster:
-    server: https://$NODE_IP:$APISERVER_PORT
-    certificate-authority-data: $(base64 -w0 < "$PKI/ca.crt")
-users:
-- name: $CONTROLLER_USER
-  user:
-    client-certificate-data: $(base64 -w0 < "$crt")
-    client-key-data: $(base64 -w0 < "$key")
-contexts:
-- name: argoexec-testbed
-  context: {cluster: argoexec-testbed, user: $CONTROLLER_USER}
-current-context: argoexec-testbed
-EOF
-  chmod 600 "$tmp"; mv -f "$tmp" "$CONTROLLER_KUBECONFIG"
+  cert "$CONTROLLER_USER" "$CONTROLLER_USER" "" client
+  kubeconfig "$CONTROLLER_KUBECONFIG" "$CONTROLLER_USER"
 }
 
 apply_crds() {

@@ -48,3 +48,50 @@ wait_until() {
     sleep 0.2
   done
 }
+
+# ---------------------------------------------------------------- PKI (cluster.sh, argo.sh)
+
+# cert NAME CN O KIND(server|client) [SAN]: key+cert signed by the cluster CA (skips if present)
+cert() {
+  local name=$1 cn=$2 o=$3 kind=$4 san=${5:-}
+  [ -s "$PKI/$name.crt" ] && [ -s "$PKI/$name.key" ] && return 0
+  local subj="/CN=$cn" ext tmp
+  [ -n "$o" ] && subj="/O=$o$subj"
+  tmp=$(mktemp -d)
+  ext="basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment"
+  if [ "$kind" = server ]; then ext+=$'\n'"extendedKeyUsage=serverAuth"; else ext+=$'\n'"extendedKeyUsage=clientAuth"; fi
+  [ -n "$san" ] && ext+=$'\n'"subjectAltName=$san"
+  printf '%s\n' "$ext" > "$tmp/ext"
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$tmp/k" -subj "$subj" -out "$tmp/csr" 2>/dev/null
+  openssl x509 -req -in "$tmp/csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$tmp/ext" -out "$tmp/c" 2>/dev/null
+  chmod 600 "$tmp/k"
+  mv -f "$tmp/k" "$PKI/$name.key"; mv -f "$tmp/c" "$PKI/$name.crt"
+  rm -rf "$tmp"
+}
+
+kubeconfig() { # FILE CERTNAME
+  local f=$1 c=$2 tmp
+  [ -s "$f" ] && return 0
+  tmp=$(mktemp "$f.XXXX")
+  cat > "$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: argoexec-testbed
+  cluster:
+    server: https://$NODE_IP:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 < "$PKI/ca.crt")
+users:
+- name: $c
+  user:
+    client-certificate-data: $(base64 -w0 < "$PKI/$c.crt")
+    client-key-data: $(base64 -w0 < "$PKI/$c.key")
+contexts:
+- name: argoexec-testbed
+  context: {cluster: argoexec-testbed, user: $c}
+current-context: argoexec-testbed
+EOF
+  chmod 600 "$tmp"; mv -f "$tmp" "$f"
+}

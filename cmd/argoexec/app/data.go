@@ -23,22 +23,8 @@ func (o *DataOptions) Validate() error { return o.validate("data") }
 
 func newDataCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *DataOptions) error) *cobra.Command {
 	o := &DataOptions{}
-	cmd := &cobra.Command{
-		Use:   "data [JSON]",
-		Short: "Run a data template: list its source.artifactPaths in S3, apply its transformations, report the result",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Complete(g, stdio); err != nil {
-				return wrapRun(err)
-			}
-			if err := o.Validate(); err != nil {
-				return wrapRun(err)
-			}
-			return wrapRun(runF(ctx, o))
-		},
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	return newStepCmd("data [JSON]", "Run a data template: list its source.artifactPaths in S3, apply its transformations, report the result", cobra.ArbitraryArgs, o.addFlags,
+		func(args []string) error { return o.Complete(g, stdio) }, o.Validate, func() error { return runF(ctx, o) })
 }
 
 // dataRepository is the repository an incomplete artifactPaths location is

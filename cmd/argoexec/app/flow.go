@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // flowOptions are what init and wait share: the pod, the backend settings,
@@ -28,14 +29,17 @@ func (o *flowOptions) complete(cmdName string, g *globalOptions, stdio IO) error
 	return nil
 }
 
-// newFlowCmd is the cobra command of init or wait: complete, validate, run.
-func newFlowCmd(use, short string, o *flowOptions, complete func() error, validate func() error, run func() error) *cobra.Command {
+// newStepCmd is the cobra command of every step command (init, wait,
+// resource, data): complete from the positional arguments, validate, run;
+// flags registers the command's own flags.
+func newStepCmd(use, short string, args cobra.PositionalArgs, flags func(*pflag.FlagSet),
+	complete func(args []string) error, validate func() error, run func() error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := complete(); err != nil {
+		Args:  args,
+		RunE: func(_ *cobra.Command, a []string) error {
+			if err := complete(a); err != nil {
 				return wrapRun(err)
 			}
 			if err := validate(); err != nil {
@@ -44,8 +48,13 @@ func newFlowCmd(use, short string, o *flowOptions, complete func() error, valida
 			return wrapRun(run())
 		},
 	}
-	o.addFlags(cmd.Flags())
+	flags(cmd.Flags())
 	return cmd
+}
+
+// newFlowCmd is the cobra command of init or wait, which take no argument.
+func newFlowCmd(use, short string, o *flowOptions, complete func() error, validate func() error, run func() error) *cobra.Command {
+	return newStepCmd(use, short, cobra.NoArgs, o.addFlags, func([]string) error { return complete() }, validate, run)
 }
 
 // WaitOptions are the settings of `argoexec wait`.

@@ -83,20 +83,6 @@ func (o *ResourceOptions) Validate() error { return o.validate("resource") }
 
 func newResourceCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *ResourceOptions) error) *cobra.Command {
 	o := &ResourceOptions{}
-	cmd := &cobra.Command{
-		Use:   "resource ACTION",
-		Short: "Run a resource template: get, create, apply, delete, replace or patch its manifest, wait on its conditions, report its outputs",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if err := o.Complete(g, stdio, args); err != nil {
-				return wrapRun(err)
-			}
-			if err := o.Validate(); err != nil {
-				return wrapRun(err)
-			}
-			return wrapRun(runF(ctx, o))
-		},
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	return newStepCmd("resource ACTION", "Run a resource template: get, create, apply, delete, replace or patch its manifest, wait on its conditions, report its outputs", cobra.ExactArgs(1), o.addFlags,
+		func(args []string) error { return o.Complete(g, stdio, args) }, o.Validate, func() error { return runF(ctx, o) })
 }
