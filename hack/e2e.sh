@@ -15,14 +15,22 @@
 #   ARGOEXEC_E2E_S3_ENDPOINT    http://10.88.0.1:7070 (versitygw; reachable from pods)
 #   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
 #   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
+#                               ($ARGOEXEC_DEV_IMAGE when set: hack/images.sh builds that name)
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
 #                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
 #                               argoexec and our argoexec:dev in the same run, compared)
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
+# ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$REPO_ROOT"
+
+# Runs share the testbed; a run that stops and starts its components (the fault suite,
+# ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone and waits for the others to finish, and they for it.
+mkdir -p "$STATE"
+exec {testbed_lock}>"$STATE/e2e.lock"
+if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then flock -x "$testbed_lock"; else flock -s "$testbed_lock"; fi
 
 t0=$(now_ms)
 if [ "${ARGOEXEC_E2E_SKIP_UP:-0}" != 1 ]; then
@@ -53,7 +61,7 @@ export ARGOEXEC_E2E_KUBELET_HOST=${ARGOEXEC_E2E_KUBELET_HOST:-$NODE_IP}
 export ARGOEXEC_E2E_KUBELET_PORT=${ARGOEXEC_E2E_KUBELET_PORT:-$KUBELET_PORT}
 export ARGOEXEC_E2E_DOCKER_SOCK=${ARGOEXEC_E2E_DOCKER_SOCK:-$DOCKER_SOCK}
 export ARGOEXEC_E2E_BUSYBOX_IMAGE=${ARGOEXEC_E2E_BUSYBOX_IMAGE:-busybox:local}
-export ARGOEXEC_E2E_EXECUTOR_IMAGE=${ARGOEXEC_E2E_EXECUTOR_IMAGE:-argoexec:dev}
+export ARGOEXEC_E2E_EXECUTOR_IMAGE=${ARGOEXEC_E2E_EXECUTOR_IMAGE:-${ARGOEXEC_DEV_IMAGE:-argoexec:dev}}
 export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
 eval "$("$HACK_DIR/argo.sh" env)"
 

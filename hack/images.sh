@@ -13,6 +13,8 @@
 # Default: pause busybox argoexec, into every destination whose daemon answers. An image whose config
 # digest is unchanged since the last import into a destination is not imported again.
 # Tarballs land in $ARGOEXEC_CACHE/images/<name>.tar (outside the repo).
+# ARGOEXEC_DEV_IMAGE renames argoexec:dev (for example argoexec:wt-faults), so that two working
+# trees can test their own builds on one testbed without overwriting each other's image.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -24,12 +26,15 @@ TARGETS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --to) DEST=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(pause busybox argoexec)
 mkdir -p "$IMG_DIR" "$MARKS"
+DEV_IMAGE=${ARGOEXEC_DEV_IMAGE:-argoexec:dev}
+DEV_NAME=argoexec # file name of the argoexec image's tarball, id and import marks
+[ "$DEV_IMAGE" = argoexec:dev ] || DEV_NAME=argoexec-${DEV_IMAGE//[^a-zA-Z0-9._-]/-}
 
 containerd_up() { ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 docker_up() { curl -sf --max-time 2 --unix-socket "$DOCKER_SOCK" http://docker/_ping >/dev/null 2>&1; }
@@ -101,7 +106,7 @@ build_argoexec() {
     log "skipping argoexec:dev: ./cmd/argoexec does not exist yet"
     return 1
   fi
-  local r=$IMG_DIR/argoexec.rootfs
+  local r=$IMG_DIR/$DEV_NAME.rootfs
   rm -rf "$r"; mkdir -p "$r/bin" "$r/etc/ssl/certs"
   [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/"
   OUT=$r/bin "$REPO_ROOT/hack/build.sh" >&2 || die "building the argoexec binaries failed (hack/build.sh)"
@@ -109,7 +114,7 @@ build_argoexec() {
   # busybox provides exactly sh and pidof (no other applet is linked).
   cp /bin/busybox "$r/bin/busybox"
   ln -sf busybox "$r/bin/sh"; ln -sf busybox "$r/bin/pidof"
-  pack argoexec docker.io/library/argoexec:dev "$r" \
+  pack "$DEV_NAME" "$(normalize_ref "$DEV_IMAGE")" "$r" \
     '{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
 }
 
@@ -217,7 +222,7 @@ ref_of() {
   case $1 in
     pause) echo "$PAUSE_IMAGE" ;;
     busybox) echo docker.io/library/busybox:local ;;
-    argoexec) echo docker.io/library/argoexec:dev ;;
+    "$DEV_NAME") normalize_ref "$DEV_IMAGE" ;;
     argo-examples) echo "${ARGO_EXAMPLE_TAGS[0]}" ;;
     argosay) echo docker.io/argoproj/argosay:v2 ;;
     argoexec-argo) normalize_ref "$ARGOEXEC_ARGO_IMAGE" ;;
@@ -267,7 +272,7 @@ for t in "${TARGETS[@]}"; do
   case $t in
     pause) build_pause ;;
     busybox) build_busybox ;;
-    argoexec) build_argoexec || continue ;;
+    argoexec) build_argoexec || continue; t=$DEV_NAME ;;
     argo-examples) build_argo_examples ;;
     argosay) build_argosay ;;
     argoexec-argo) build_argoexec_argo ;;
