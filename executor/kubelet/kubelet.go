@@ -199,8 +199,8 @@ func (e *Executor) newEngine(clk clock.Clock) *podexec.Engine {
 func (e *Executor) ExecSessions() (spdy, websocket int) { return e.remote.Sessions() }
 
 // get sends GET path?query to the kubelet and returns the response when it
-// is 200 OK. Any other status is a *StatusError; verb is the nodes/proxy verb
-// the request needs, for the 403 hint.
+// is 200 OK. Any other status is a *StatusError, whose 403 hint names the
+// grant that path needs.
 func (e *Executor) get(ctx context.Context, path string, query url.Values) (*http.Response, error) {
 	u := e.cfg.baseURL() + path
 	if len(query) > 0 {
@@ -215,7 +215,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		return nil, e.mapTransportError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, e.statusError(resp, "get")
+		return nil, e.statusError(resp, "get", path)
 	}
 	return resp, nil
 }
