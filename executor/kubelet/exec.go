@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/streaming/pkg/httpstream"
@@ -49,8 +48,6 @@ const execPath = "/exec"
 type kubeletExecer struct {
 	e      *Executor
 	remote *podexec.RemoteExecer
-	// toldWebSocket is set once the fall back to WebSocket was logged.
-	toldWebSocket atomic.Bool
 }
 
 // Exec implements podexec.Execer.
@@ -62,7 +59,7 @@ func (x *kubeletExecer) Exec(ctx context.Context, container string, cmd []string
 	if te := failure.get(); te != nil && err != nil {
 		return te
 	}
-	if _, ws := x.remote.Sessions(); ws > 0 && !x.toldWebSocket.Swap(true) {
+	if x.remote.FellBack() {
 		x.e.log.Warnf("kubelet: exec over SPDY was refused, so exec sessions go over WebSocket from now on "+
 			"(measured here at half the bytes per second of SPDY); where nothing between this pod and the kubelet "+
 			"refuses SPDY, %s lacks RBAC verb \"create\" on resource nodes/proxy: grant it, as manifests/overlays/kubelet does "+

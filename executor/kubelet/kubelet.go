@@ -2,12 +2,14 @@
 // containers of its pod through the HTTPS API of the kubelet on its own node
 // (https://$ARGO_KUBELET_HOST:$ARGO_KUBELET_PORT, port 10250 by default),
 // authenticated with the pod's service-account token and authorised by the
-// kubelet's webhook against RBAC nodes/proxy.
+// kubelet's webhook against RBAC on the node's subresources.
 //
-// What it uses on the kubelet:
+// What it uses on the kubelet, and the grant each needs:
 //
-//	GET  /pods                          pod status (the whole node's list, decoded as a stream)
-//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined)
+//	GET  /pods                          pod status (the whole node's list, decoded as a stream):
+//	                                    nodes/pods get, or else nodes/proxy get (fine-grained kubelet
+//	                                    authorization, GA in 1.36; older kubelets: nodes/proxy get alone)
+//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined): nodes/proxy get
 //	POST /exec/{ns}/{pod}/{c} (SPDY)    files, kill, and Wait's fast path: needs nodes/proxy create
 //	GET  /exec/{ns}/{pod}/{c} (WebSocket) the same where SPDY is refused: needs nodes/proxy get
 //
