@@ -33,7 +33,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 	}
 	pod, err := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s to report outputs: %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("get pod %s/%s to report outputs: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
 	used := 0
 	for k, v := range pod.Annotations {
@@ -51,7 +51,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
 	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch outputs annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
 	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch progress annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }

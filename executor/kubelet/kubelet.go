@@ -2,12 +2,14 @@
 // containers of its pod through the HTTPS API of the kubelet on its own node
 // (https://$ARGO_KUBELET_HOST:$ARGO_KUBELET_PORT, port 10250 by default),
 // authenticated with the pod's service-account token and authorised by the
-// kubelet's webhook against RBAC nodes/proxy.
+// kubelet's webhook against RBAC on the node's subresources.
 //
-// What it uses on the kubelet:
+// What it uses on the kubelet, and the grant each needs:
 //
-//	GET  /pods                          pod status (the whole node's list, decoded as a stream)
-//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined)
+//	GET  /pods                          pod status (the whole node's list, decoded as a stream):
+//	                                    nodes/pods get, or else nodes/proxy get (fine-grained kubelet
+//	                                    authorization, GA in 1.36; older kubelets: nodes/proxy get alone)
+//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined): nodes/proxy get
 //	POST /exec/{ns}/{pod}/{c} (SPDY)    files, kill, and Wait's fast path: needs nodes/proxy create
 //	GET  /exec/{ns}/{pod}/{c} (WebSocket) the same where SPDY is refused: needs nodes/proxy get
 //
@@ -199,8 +201,8 @@ func (e *Executor) newEngine(clk clock.Clock) *podexec.Engine {
 func (e *Executor) ExecSessions() (spdy, websocket int) { return e.remote.Sessions() }
 
 // get sends GET path?query to the kubelet and returns the response when it
-// is 200 OK. Any other status is a *StatusError; verb is the nodes/proxy verb
-// the request needs, for the 403 hint.
+// is 200 OK. Any other status is a *StatusError, whose 403 hint names the
+// grant that path needs.
 func (e *Executor) get(ctx context.Context, path string, query url.Values) (*http.Response, error) {
 	u := e.cfg.baseURL() + path
 	if len(query) > 0 {
@@ -215,7 +217,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		return nil, e.mapTransportError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, e.statusError(resp, "get")
+		return nil, e.statusError(resp, "get", path)
 	}
 	return resp, nil
 }

@@ -168,7 +168,7 @@ var ErrPodNotFound = errors.New("pod not found on the kubelet")
 // the matching item is decoded into a Pod, so memory stays bounded by the
 // largest single pod, not the list.
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
-	resp, err := e.get(ctx, "/pods", nil)
+	resp, err := e.get(ctx, podsPath, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list pods on %s: %w", e.cfg.addr(), err)
 	}

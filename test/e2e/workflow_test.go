@@ -53,6 +53,14 @@ func repoRoot() string {
 // namespace in their name and are deleted at the end.
 func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
 	t.Helper()
+	applyOverlayWith(t, f, backend, nil)
+}
+
+// applyOverlayWith is applyOverlay with edit, when not nil, applied to the
+// rules of each Role and ClusterRole before it is created (rbac_test.go
+// takes grants away).
+func applyOverlayWith(t *testing.T, f *framework.Framework, backend string, edit func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule) {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(), "manifests", "overlays", backend))
 	if err != nil {
@@ -76,6 +84,9 @@ func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
 			var o rbacv1.Role
 			mustDecode(t, data, &o)
 			o.Namespace = f.Namespace
+			if edit != nil {
+				o.Rules = edit(r.GetKind(), o.Name, o.Rules)
+			}
 			_, err = f.Client.RbacV1().Roles(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
 		case "RoleBinding":
 			var o rbacv1.RoleBinding
@@ -88,6 +99,9 @@ func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
 		case "ClusterRole":
 			var o rbacv1.ClusterRole
 			mustDecode(t, data, &o)
+			if edit != nil {
+				o.Rules = edit(r.GetKind(), o.Name, o.Rules)
+			}
 			o.Name += "-" + f.Namespace
 			_, err = f.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
 			name := o.Name

@@ -175,7 +175,12 @@ func (e *Engine) until(ctx context.Context, pod *corev1.Pod, names []string, o u
 		case r := <-exits:
 			log := e.cfg.Log.WithField("container", r.container)
 			if r.err != nil {
-				log.WithError(r.err).Debug("exec fast path unavailable, relying on the pod status")
+				if IsForbidden(r.err) {
+					// Not silent: Wait still works, later, and the error names the grant.
+					log.WithError(r.err).Warn("exec fast path refused, relying on the pod status (main's exit is seen up to a poll or watch event later)")
+				} else {
+					log.WithError(r.err).Debug("exec fast path unavailable, relying on the pod status")
+				}
 				continue
 			}
 			log.Debug("exec session ended with the container: counting it as exited")
