@@ -76,7 +76,7 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 	if o.Result != nil {
 		r := cell(*o.Result)
 		if o.ResultTruncated {
-			r += " (truncated)"
+			r += fmt.Sprintf(" (truncated: the first %d bytes of main's output dropped)", o.ResultDroppedBytes)
 		}
 		fmt.Fprintf(tw, "  result\t\t%s\n", r)
 	}

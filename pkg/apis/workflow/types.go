@@ -461,8 +461,13 @@ type NodeOutputs struct {
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Result is a script's standard output.
 	Result *string `json:"result,omitempty"`
-	// ResultTruncated says Result was cut to the result size limit.
+	// ResultTruncated says Result is the tail of main's output, cut to the
+	// result size limit or to what the report's budget left after the
+	// other outputs.
 	ResultTruncated bool `json:"resultTruncated,omitempty"`
+	// ResultDroppedBytes is how many bytes of main's output were dropped
+	// from the head of Result when it was cut.
+	ResultDroppedBytes int64 `json:"resultDroppedBytes,omitempty"`
 	// ExitCode is main's exit code.
 	ExitCode *int `json:"exitCode,omitempty"`
 }
