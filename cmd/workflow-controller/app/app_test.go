@@ -159,10 +159,21 @@ func TestRenderErrors(t *testing.T) {
 			}
 		})
 	}
-	var stderr bytes.Buffer
-	err := Run(context.Background(), []string{"render", "--template", filepath.Join(examples, "script-result.yaml"), "--configmap", writeFile(t, "bad.yaml", "kubeletPort: 70000\n")}, IO{Out: &bytes.Buffer{}, Err: &stderr})
-	if err == nil || !strings.Contains(err.Error(), "kubeletPort: 70000 is not a port") {
-		t.Errorf("bad ConfigMap: error = %v", err)
+	for _, tc := range []struct{ name, cm, want string }{
+		{"bad value", "kubeletPort: 70000\n", "kubeletPort: 70000 is not a port"},
+		{"quoted port, config key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap, namespace: argo}\ndata:\n  config: |\n    kubeletPort: \"10250\"\n",
+			`ConfigMap argo/workflow-controller-configmap key config: parse config: kubeletPort: "10250" is a string; want a whole number: write kubeletPort: 10250, without quotes`},
+		{"quoted port, Argo's per-key layout", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap, namespace: argo}\ndata:\n  kubeletPort: '\"10250\"'\n",
+			`ConfigMap argo/workflow-controller-configmap (per-key layout): parse config: kubeletPort: "10250" is a string; want a whole number`},
+		{"empty executor image", "executor: {image: \"\"}\n", "executor.image: empty"},
+	} {
+		t.Run("ConfigMap "+tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := Run(context.Background(), []string{"render", "--template", filepath.Join(examples, "script-result.yaml"), "--configmap", writeFile(t, "bad.yaml", tc.cm)}, IO{Out: &bytes.Buffer{}, Err: &stderr})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("bad ConfigMap: error = %v, stderr %q; want both to contain %q", err, stderr.String(), tc.want)
+			}
+		})
 	}
 }
 
