@@ -133,7 +133,7 @@ func bridgePorts(t *testing.T) int {
 }
 
 // execIn runs cmd in pod's main container through the API server and
-// returns its stdout and stderr.
+// returns its stdout, then its stderr.
 func execIn(ctx context.Context, f *framework.Framework, pod string, cmd ...string) (string, error) {
 	u := f.Client.CoreV1().RESTClient().Post().Namespace(f.Namespace).Resource("pods").Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "main", Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
@@ -141,9 +141,10 @@ func execIn(ctx context.Context, f *framework.Framework, pod string, cmd ...stri
 	if err != nil {
 		return "", err
 	}
-	var out bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-	return out.String(), err
+	// One buffer each: the streams are written from separate goroutines.
+	var stdout, stderr bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String() + stderr.String(), err
 }
 
 // longOutput prints 10 MiB of lines, then the answer, as a script that
@@ -162,7 +163,7 @@ func checkLongResult(t *testing.T, out *wf.NodeOutputs, waitLog string) {
 		t.Fatalf("no result reported; wait log:\n%s", tail(waitLog, 2000))
 	}
 	r := *out.Result
-	if !strings.HasSuffix(r, "\n"+longOutputTail) {
+	if !strings.HasSuffix(r, longOutputTail) {
 		t.Errorf("result does not end with the script's last line %q: ...%q", longOutputTail, r[max(0, len(r)-80):])
 	}
 	total := int64(longOutputBytes + len(longOutputTail) + 1)
