@@ -27,6 +27,7 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 		param       string
 		result      string
 		dropped     int64 // already dropped when collected
+		document    bool  // the result is a document (a data template's), not a log
 		wantErr     string
 		wantCut     bool
 		wantDropped func(kept int) int64
@@ -39,6 +40,8 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 			wantCut: true, wantDropped: func(kept int) int64 { return int64(wf.MaxFileBytes/3*3 + len(tail) - kept) }},
 		{name: "a cut never splits a character", param: "p", result: strings.Repeat("é", wf.MaxFileBytes/2) + tail,
 			wantCut: true, wantDropped: func(kept int) int64 { return int64(wf.MaxFileBytes/2*2 + len(tail) - kept) }},
+		{name: "a document is never cut: the clear error", param: "p", result: `["` + strings.Repeat("k", wf.MaxFileBytes) + `"]`, document: true,
+			wantErr: "the biggest is script result"},
 		{name: "parameters over the budget alone are the clear error", param: strings.Repeat("p", 250*1024), result: "r",
 			wantErr: "the biggest is output parameter big (256000 bytes)"},
 	}
@@ -50,7 +53,7 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
 			res := tt.result
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.param)}}, Result: &res,
-				ResultTruncated: tt.dropped > 0, ResultDroppedBytes: tt.dropped}
+				ResultTruncated: tt.dropped > 0, ResultDroppedBytes: tt.dropped, ResultIsLog: !tt.document}
 			err := r.Report(context.Background(), out)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -52,7 +52,7 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 		we.log.Warnf("main's output is %d bytes: the result keeps the last %d and drops the first %d; write large output to a file and declare it as an output artifact", tail.total, len(b), dropped)
 	}
 	s := strings.TrimSuffix(string(b), "\n")
-	out.Result = &s
+	out.Result, out.ResultIsLog = &s, true
 	return nil
 }
 
@@ -60,15 +60,16 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 // place (at a character boundary, so the tail a script prints last is kept)
 // until the encoding fits budget bytes; a cut sets ResultTruncated and adds
 // what it dropped to ResultDroppedBytes. It returns the encoding and the bytes it
-// dropped. When the outputs do not fit even with an empty result, it cuts
-// nothing and returns the whole encoding: the caller's budget check then
-// names the outputs that do not fit.
+// dropped. It cuts only a result that is a log (ResultIsLog); when the
+// outputs do not fit even with an empty result, or the result is a
+// document, it cuts nothing and returns the whole encoding: the caller's
+// budget check then names the outputs that do not fit.
 func FitResult(outputs *wf.NodeOutputs, budget int) ([]byte, int, error) {
 	b, err := json.Marshal(outputs)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode outputs: %w", err)
 	}
-	if len(b) <= budget || outputs.Result == nil {
+	if len(b) <= budget || outputs.Result == nil || !outputs.ResultIsLog {
 		return b, 0, nil
 	}
 	full := *outputs.Result

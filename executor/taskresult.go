@@ -73,7 +73,7 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 		return nil
 	}
 	fit := wf.NodeOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result,
-		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes}
+		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog}
 	full, _, err := FitResult(&fit, TaskResultOutputsBudget)
 	if err != nil {
 		return err

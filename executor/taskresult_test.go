@@ -160,7 +160,7 @@ func TestTaskResultBudget(t *testing.T) {
 			fallback := &recordingReporter{}
 			r := &executor.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1", PodName: "p", PodUID: "u", Fallback: fallback}
 			res := result
-			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(strings.Repeat("p", tt.params))}}, Result: &res}
+			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(strings.Repeat("p", tt.params))}}, Result: &res, ResultIsLog: true}
 			err := r.Report(context.Background(), out)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "WorkflowTaskResult's") {

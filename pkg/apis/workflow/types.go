@@ -468,6 +468,10 @@ type NodeOutputs struct {
 	// ResultDroppedBytes is how many bytes of main's output were dropped
 	// from the head of Result when it was cut.
 	ResultDroppedBytes int64 `json:"resultDroppedBytes,omitempty"`
+	// ResultIsLog says Result is the tail of main's output, which a
+	// reporter may cut further to fit its budget; a result that is a
+	// document (a data template's JSON) is never cut. It is not reported.
+	ResultIsLog bool `json:"-"`
 	// ExitCode is main's exit code.
 	ExitCode *int `json:"exitCode,omitempty"`
 }
