@@ -47,6 +47,11 @@ const (
 	DefaultPollInitial = 100 * time.Millisecond
 	// DefaultPollMax is the longest /pods poll interval of Wait.
 	DefaultPollMax = time.Second
+	// DefaultPollTimeout bounds one /pods read: a kubelet answers in well
+	// under a second, so a read that takes longer is stuck (a stalled
+	// connection, an overloaded kubelet) and is abandoned and retried on a
+	// new connection rather than holding up Wait.
+	DefaultPollTimeout = 5 * time.Second
 )
 
 // Config says where the kubelet is and how to trust and authenticate to it.
@@ -73,6 +78,10 @@ type Config struct {
 	PollInitial time.Duration
 	// PollMax bounds the interval as it backs off; 0 means 1s.
 	PollMax time.Duration
+	// PollTimeout bounds one /pods read, after which it is retried (within
+	// the poll's bounded retries) on a new connection; 0 means
+	// DefaultPollTimeout (5 s).
+	PollTimeout time.Duration
 	// ExitConfirmTimeout bounds how long GetExitCode waits for the status to
 	// confirm an exit that Wait's exec fast path saw; 0 means
 	// podexec.DefaultExitConfirmTimeout (10 s).
@@ -101,6 +110,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.PollMax == 0 {
 		cfg.PollMax = DefaultPollMax
+	}
+	if cfg.PollTimeout == 0 {
+		cfg.PollTimeout = DefaultPollTimeout
 	}
 	return cfg
 }

@@ -525,6 +525,21 @@ func (e *wfEnv) testNativeSidecar(t *testing.T) {
 	d := r.finished.Sub(waitExited)
 	t.Logf("sidecar ignoring TERM: main exited -> wait exited %s -> pod Succeeded %s later (grace %ds)",
 		waitExited.Sub(r.mainExited), d.Round(time.Millisecond), grace)
+	// Issue 12, defect 5 (wait once exited 12 s after main on the kubelet
+	// backend): wait's log says which path ended its wait for main, and once
+	// it has ended nothing reads the pod status again (the report never
+	// waits for the exit code); a /pods read that stalls is cut at
+	// kubelet.DefaultPollTimeout (TestWaitStalledPollIsBounded).
+	_, after, ended := strings.Cut(r.waitLog, "msg=\"wait ended: ")
+	switch {
+	case !ended || !strings.Contains(after, "endedBy=exec") && !strings.Contains(after, "endedBy=status"):
+		t.Errorf("wait's log does not say which path ended its wait for main (endedBy=exec|status)")
+	case strings.Contains(after, "of /pods failed") || strings.Contains(after, "waiting for the pod status"):
+		t.Errorf("wait read the pod status after its wait for main had ended")
+	}
+	if strings.Contains(r.waitLog, "no answer within the poll timeout") {
+		t.Logf("a /pods read stalled and was cut at the poll timeout (see wait's log)")
+	}
 	if d > (grace+6)*time.Second {
 		t.Errorf("pod Succeeded %s after wait exited; want within grace (%ds) + 6s", d.Round(time.Millisecond), grace)
 	}

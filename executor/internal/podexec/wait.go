@@ -41,10 +41,13 @@ func (e *Engine) Wait(ctx context.Context, containerNames []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", e.cfg.Backend, op, err)
 	}
+	log := e.cfg.Log.WithField("containers", containerNames)
 	if r.byExec {
 		e.endedByExec.Add(1)
+		log.WithField("endedBy", "exec").Info("wait ended: the exec session into each container died with it (the status is not waited for)")
 	} else {
 		e.endedByStatus.Add(1)
+		log.WithField("endedBy", "status").Info("wait ended: the pod status shows each container terminated")
 	}
 	return nil
 }
