@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -88,14 +89,18 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 }
 
 // cell makes a value fit one table cell: quoted if it has line breaks or
-// tabs, cut if long.
+// tabs, cut if long (on a character boundary, never inside one).
 func cell(v string) string {
 	v = strings.TrimSuffix(v, "\n")
 	if strings.ContainsAny(v, "\n\t") {
 		v = strconv.Quote(v)
 	}
 	if len(v) > maxValueWidth {
-		return fmt.Sprintf("%s... (%d bytes)", v[:maxValueWidth], len(v))
+		cut := maxValueWidth
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%s... (%d bytes)", v[:cut], len(v))
 	}
 	return v
 }
