@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -21,22 +22,24 @@ import (
 
 // runWait is what `argoexec wait` does once its options are valid.
 func runWait(ctx context.Context, o *WaitOptions) error {
+	usage := startStepUsage(ctx, clock.RealClock{})
+	defer usage.finish(o.Log)
 	flow, closeBackend, err := newFlow(ctx, &o.commonOptions, o.Log, true)
 	if err != nil {
 		return err
 	}
-	defer logPeakRSS(o.Log)
 	defer closeBackend()
 	return flow.Wait(ctx)
 }
 
 // runInit is what `argoexec init` does once its options are valid.
 func runInit(ctx context.Context, o *InitOptions) error {
+	usage := startStepUsage(ctx, clock.RealClock{})
+	defer usage.finish(o.Log)
 	flow, _, err := newFlow(ctx, &o.commonOptions, o.Log, false)
 	if err != nil {
 		return err
 	}
-	defer logPeakRSS(o.Log)
 	return flow.Init(ctx)
 }
 
