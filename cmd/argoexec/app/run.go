@@ -10,7 +10,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -18,6 +17,7 @@ import (
 	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // runWait is what `argoexec wait` does once its options are valid.
@@ -144,11 +144,11 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 // annotation under ours; under Argo's a WorkflowTaskResult (the pod
 // annotation on 403), also returned as tr, which reports progress too.
 func (o *commonOptions) newReporter(restCfg *rest.Config) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubeclient.New(restCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create Kubernetes client: %w", err)
 	}
-	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
+	pod := &executor.PodReporter{Pods: client.Pods(o.Pod.Namespace), Namespace: o.Pod.Namespace, Name: o.Pod.Name}
 	if o.Protocol != protocolArgo {
 		return pod, nil, nil
 	}
