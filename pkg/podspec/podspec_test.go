@@ -238,7 +238,7 @@ func TestScriptReachesMainWithoutInit(t *testing.T) {
 }
 
 // TestInitOnlyForInputArtifacts: init exists exactly when input artifacts
-// need loading, script or not.
+// need loading, script or not, on every backend.
 func TestInitOnlyForInputArtifacts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -261,12 +261,16 @@ func TestInitOnlyForInputArtifacts(t *testing.T) {
 			if tc.artifacts {
 				tmpl.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
 			}
-			pod, err := Build(config.Default(), tmpl, meta())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := slices.Contains(names(pod.Spec.InitContainers), workflow.InitContainerName); got != tc.wantInit {
-				t.Errorf("init container: %v, want %v", got, tc.wantInit)
+			for _, backend := range []string{workflow.ExecutorK8sAPI, workflow.ExecutorKubelet, workflow.ExecutorDocker} {
+				cfg := config.Default()
+				cfg.ContainerRuntimeExecutor = backend
+				pod, err := Build(cfg, tmpl, meta())
+				if err != nil {
+					t.Fatalf("%s: %v", backend, err)
+				}
+				if got := slices.Contains(names(pod.Spec.InitContainers), workflow.InitContainerName); got != tc.wantInit {
+					t.Errorf("%s: init container: %v, want %v", backend, got, tc.wantInit)
+				}
 			}
 		})
 	}
