@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -15,89 +17,86 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// memSampleInterval is how often the sampler reads /proc/self/status. One
-// read costs about 55 µs on the 2-core testbed (BenchmarkReadProcStatus;
-// smaps_rollup, which walks the page tables, costs 0.7 ms), so sampling
-// every 50 ms costs about 0.1% of a core, 1 ms of CPU in a one-second step.
-// Go returns freed heap to the kernel slowly (the background scavenger),
-// so a heap peak stays resident far longer than 50 ms and is seen.
-const memSampleInterval = 50 * time.Millisecond
+// memSampleInterval is how often the sampler reads /proc/self/statm. One
+// read of the open file costs 2-5 µs on the 2-core testbed
+// (BenchmarkMemSample; reading /proc/self/status anew costs 27-50 µs and
+// smaps_rollup, which walks the page tables, 0.7-0.85 ms), so sampling
+// every 10 ms costs at most 0.05% of a core. Go returns freed heap to the kernel
+// slowly (the background scavenger), so a heap peak stays resident far
+// longer than 10 ms and is seen.
+const memSampleInterval = 10 * time.Millisecond
 
-// memUsage is one reading of the process's memory, in KiB, from
-// /proc/self/status.
+// memUsage is one reading of the process's resident memory, in KiB.
 type memUsage struct {
-	// hwm is VmHWM: the kernel's own peak of the resident set, private and
-	// shared pages together.
-	hwm int64
-	// anon is RssAnon: resident anonymous pages (Go's heap, stacks, the
-	// runtime's own memory, and copied-on-write pages of the binary's
-	// data). Nobody else maps them: this is what the process costs per pod.
+	// anon is the resident anonymous memory: Go's heap, stacks, the
+	// runtime's own, and copied-on-write pages of the binary's data (statm
+	// resident - shared, which is RssAnon of /proc/self/status: argoexec
+	// maps no shared memory). Nobody else maps these pages: this is what
+	// the process costs per pod.
 	anon int64
-	// file is RssFile: resident file-backed pages, in practice the binary's
-	// text and read-only data. The page cache shares them between every
-	// container that runs the same image file.
+	// file is the resident file-backed memory (statm shared, RssFile):
+	// in practice the binary's text and read-only data, which the page
+	// cache shares between every container that runs the same image file.
 	file int64
 }
 
-// readMemUsage parses a /proc/PID/status file.
-func readMemUsage(status []byte) (memUsage, bool) {
-	var u memUsage
-	fields := map[string]*int64{"VmHWM:": &u.hwm, "RssAnon:": &u.anon, "RssFile:": &u.file}
-	found := 0
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) == 0 {
-			continue
-		}
-		dst, ok := fields[string(f[0])]
-		if !ok {
-			continue
-		}
-		if len(f) != 3 || string(f[2]) != "kB" {
-			return memUsage{}, false
-		}
-		kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-		if err != nil {
-			return memUsage{}, false
-		}
-		*dst = kb
-		found++
-	}
-	if found != len(fields) {
+// parseStatm parses /proc/PID/statm ("size resident shared text lib data
+// dt", in pages of pageKiB).
+func parseStatm(b []byte, pageKiB int64) (memUsage, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 3 {
 		return memUsage{}, false
 	}
-	return u, true
+	resident, err1 := strconv.ParseInt(string(f[1]), 10, 64)
+	shared, err2 := strconv.ParseInt(string(f[2]), 10, 64)
+	if err1 != nil || err2 != nil || shared > resident {
+		return memUsage{}, false
+	}
+	return memUsage{anon: (resident - shared) * pageKiB, file: shared * pageKiB}, true
+}
+
+// peakRSSKiB returns the VmHWM line of a /proc/PID/status file, in KiB:
+// the kernel's own peak of the resident set, private and shared together.
+func peakRSSKiB(status []byte) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		rest, found := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:"))
+		if !found {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		return kb, err == nil
+	}
+	return 0, false
 }
 
 // memSampler follows the process's private memory through a step: the
 // kernel keeps the peak of the whole resident set (VmHWM) but not of its
-// private part, so a goroutine samples RssAnon on a ticker and keeps the
-// largest reading. Start it, then Stop it (which joins the goroutine and
-// takes a last sample) before logging.
+// private part, so a goroutine samples it on a ticker and keeps the largest
+// reading. Start it, then Stop it (which joins the goroutine and takes a
+// last sample) before reading peaks.
 type memSampler struct {
 	clock    clock.WithTicker
 	interval time.Duration
-	read     func() ([]byte, error)
+	read     func() (memUsage, bool)
 
 	mu       sync.Mutex
-	peakAnon int64 // largest RssAnon read
-	peakFile int64 // largest RssFile read
-	last     memUsage
+	peakAnon int64 // largest anon read
+	peakFile int64 // largest file read
 	samples  int
 
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// newMemSampler returns a sampler that reads status (os.ReadFile of
-// /proc/self/status in argoexec) every interval of clk.
-func newMemSampler(clk clock.WithTicker, interval time.Duration, status func() ([]byte, error)) *memSampler {
-	return &memSampler{clock: clk, interval: interval, read: status}
+// newMemSampler returns a sampler that calls read every interval of clk.
+func newMemSampler(clk clock.WithTicker, interval time.Duration, read func() (memUsage, bool)) *memSampler {
+	return &memSampler{clock: clk, interval: interval, read: read}
 }
-
-// procSelfStatus reads the process's own status file.
-func procSelfStatus() ([]byte, error) { return os.ReadFile("/proc/self/status") }
 
 // Start takes a first sample and starts the sampling goroutine; ctx ending
 // stops the sampling too.
@@ -131,27 +130,23 @@ func (s *memSampler) Stop() {
 }
 
 func (s *memSampler) sample() {
-	b, err := s.read()
-	if err != nil {
-		return
-	}
-	u, ok := readMemUsage(b)
+	u, ok := s.read()
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples++
-	s.last = u
 	s.peakAnon = max(s.peakAnon, u.anon)
 	s.peakFile = max(s.peakFile, u.file)
 }
 
-// memPeaks is what the sampler saw.
+// memPeaks is what a step's memory came to.
 type memPeaks struct {
-	// hwm is the last VmHWM read (the kernel's peak of the whole RSS).
+	// hwm is VmHWM at the end (the kernel's peak of the whole RSS); zero
+	// when unknown.
 	hwm int64
-	// anon and file are the largest RssAnon and RssFile sampled.
+	// anon and file are the largest private and shared readings sampled.
 	anon, file int64
 	// samples counts the readings; zero means /proc was unreadable.
 	samples int
@@ -160,7 +155,33 @@ type memPeaks struct {
 func (s *memSampler) peaks() memPeaks {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return memPeaks{hwm: s.last.hwm, anon: s.peakAnon, file: s.peakFile, samples: s.samples}
+	return memPeaks{anon: s.peakAnon, file: s.peakFile, samples: s.samples}
+}
+
+// statmReader reads /proc/self/statm through one open file (a pread per
+// sample: no open, no allocation).
+type statmReader struct {
+	f       *os.File
+	buf     []byte
+	pageKiB int64
+}
+
+func openStatm() (*statmReader, error) {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return nil, err
+	}
+	return &statmReader{f: f, buf: make([]byte, 128), pageKiB: int64(os.Getpagesize() / 1024)}, nil
+}
+
+// read implements memSampler's read; the sampler calls it from one
+// goroutine at a time.
+func (r *statmReader) read() (memUsage, bool) {
+	n, err := r.f.ReadAt(r.buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return memUsage{}, false
+	}
+	return parseStatm(r.buf[:n], r.pageKiB)
 }
 
 // cpuTime is the CPU the process has used so far, user and system
@@ -176,30 +197,44 @@ func cpuTime() (user, sys time.Duration, err error) {
 // stepUsage samples a step's memory from start to finish and logs, at its
 // end, what an operator sizes the executor's requests from:
 //
-//	peakPrivate  largest RssAnon sampled: the memory this container costs on
-//	             its own (memory request)
-//	sharedFile   largest RssFile sampled: the binary's pages, shared through
-//	             the page cache by every container running the same image file
-//	peakRSS      VmHWM, both together (the kernel's peak; what `peakRSS` was
-//	             before private and shared were told apart)
-//	cpu          user+system CPU of the whole process (CPU request)
+//	peakPrivate  largest private (anonymous) resident memory sampled: what
+//	             this container costs on its own (memory request)
+//	sharedFile   largest file-backed resident memory sampled: the binary's
+//	             pages, shared through the page cache by every container
+//	             running the same image file
+//	peakRSS      VmHWM, both together (the kernel's own peak, what `peakRSS`
+//	             was before private and shared were told apart)
+//	cpu          user+system CPU of the whole process (CPU request), also
+//	             apart as cpuUser and cpuSys
 type stepUsage struct {
 	sampler *memSampler
+	statm   *statmReader
 }
 
 // startStepUsage starts sampling the process's memory every
-// memSampleInterval of clk.
+// memSampleInterval of clk. Without /proc it samples nothing.
 func startStepUsage(ctx context.Context, clk clock.WithTicker) *stepUsage {
-	s := newMemSampler(clk, memSampleInterval, procSelfStatus)
-	s.Start(ctx)
-	return &stepUsage{sampler: s}
+	u := &stepUsage{}
+	read := func() (memUsage, bool) { return memUsage{}, false }
+	if r, err := openStatm(); err == nil {
+		u.statm, read = r, r.read
+	}
+	u.sampler = newMemSampler(clk, memSampleInterval, read)
+	u.sampler.Start(ctx)
+	return u
 }
 
-// finish stops the sampler and logs the `peak memory` line. Silent about
-// memory where /proc is missing.
+// finish stops the sampler and logs the `peak memory` line.
 func (u *stepUsage) finish(log *logrus.Entry) {
 	u.sampler.Stop()
-	log.WithFields(usageFields(u.sampler.peaks(), cpuTime)).Info("peak memory")
+	p := u.sampler.peaks()
+	if u.statm != nil {
+		_ = u.statm.f.Close()
+	}
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		p.hwm, _ = peakRSSKiB(status)
+	}
+	log.WithFields(usageFields(p, cpuTime)).Info("peak memory")
 }
 
 // usageFields are the fields of the `peak memory` line.
@@ -208,14 +243,18 @@ func usageFields(p memPeaks, cpu func() (user, sys time.Duration, err error)) lo
 	if p.samples > 0 {
 		f["peakPrivate"] = mib(p.anon)
 		f["sharedFile"] = mib(p.file)
+	}
+	if p.hwm > 0 {
 		f["peakRSS"] = mib(p.hwm)
 	}
 	if user, sys, err := cpu(); err == nil {
-		f["cpu"] = fmt.Sprintf("%.1fms", float64(user+sys)/float64(time.Millisecond))
-		f["cpuUser"] = fmt.Sprintf("%.1fms", float64(user)/float64(time.Millisecond))
-		f["cpuSys"] = fmt.Sprintf("%.1fms", float64(sys)/float64(time.Millisecond))
+		f["cpu"] = ms(user + sys)
+		f["cpuUser"] = ms(user)
+		f["cpuSys"] = ms(sys)
 	}
 	return f
 }
 
 func mib(kb int64) string { return fmt.Sprintf("%.1fMiB", float64(kb)/1024) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }

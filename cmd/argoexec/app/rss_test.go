@@ -13,54 +13,73 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func status(hwm, anon, file int64) string {
-	return fmt.Sprintf("Name:\targoexec\nVmPeak:\t 1300000 kB\nVmHWM:\t %d kB\nVmRSS:\t 30000 kB\nRssAnon:\t %d kB\nRssFile:\t %d kB\nRssShmem:\t 0 kB\n", hwm, anon, file)
-}
-
-func TestReadMemUsage(t *testing.T) {
+func TestParseStatm(t *testing.T) {
 	tests := []struct {
-		name   string
-		status string
-		want   memUsage
-		ok     bool
+		name  string
+		statm string
+		want  memUsage
+		ok    bool
 	}{
-		{"linux", status(31532, 4100, 16900), memUsage{hwm: 31532, anon: 4100, file: 16900}, true},
-		{"no RssAnon", "VmHWM:\t 31532 kB\nRssFile:\t 1 kB\n", memUsage{}, false},
-		{"odd unit", "VmHWM:\t 31 MB\nRssAnon:\t 1 kB\nRssFile:\t 1 kB\n", memUsage{}, false},
-		{"not a number", "VmHWM:\t x kB\nRssAnon:\t 1 kB\nRssFile:\t 1 kB\n", memUsage{}, false},
+		{"linux", "325000 5300 4200 1900 0 80000 0\n", memUsage{anon: 1100 * 4, file: 4200 * 4}, true},
+		{"short", "325000 5300\n", memUsage{}, false},
+		{"not a number", "325000 x 4200 1 0 1 0\n", memUsage{}, false},
+		{"shared over resident", "1 10 20 1 0 1 0\n", memUsage{}, false},
 		{"empty", "", memUsage{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := readMemUsage([]byte(tt.status))
+			got, ok := parseStatm([]byte(tt.statm), 4)
 			if got != tt.want || ok != tt.ok {
-				t.Errorf("readMemUsage = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+				t.Errorf("parseStatm = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestPeakRSSKiB(t *testing.T) {
+	tests := []struct {
+		name   string
+		status string
+		want   int64
+		ok     bool
+	}{
+		{"linux", "Name:\targoexec\nVmPeak:\t 1300000 kB\nVmHWM:\t   31532 kB\nVmRSS:\t   30000 kB\n", 31532, true},
+		{"no VmHWM", "Name:\targoexec\nVmRSS:\t   30000 kB\n", 0, false},
+		{"odd unit", "VmHWM:\t 31 MB\n", 0, false},
+		{"not a number", "VmHWM:\t x kB\n", 0, false},
+		{"empty", "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := peakRSSKiB([]byte(tt.status))
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("peakRSSKiB = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
 			}
 		})
 	}
 }
 
 // TestMemSamplerKeepsPeakBetweenReadings: the private peak is the largest
-// RssAnon seen on any tick, not the last one; VmHWM is the last reading.
+// reading on any tick, not the last one, and Stop joins the goroutine.
 func TestMemSamplerKeepsPeakBetweenReadings(t *testing.T) {
-	readings := []string{
-		status(20000, 3000, 16000), // Start
-		status(26000, 9000, 17000), // tick 1: the peak
-		status(26000, 4000, 16500), // tick 2
-		status(26000, 3500, 16500), // Stop
+	readings := []memUsage{
+		{anon: 3000, file: 16000}, // Start
+		{anon: 9000, file: 17000}, // tick 1: the peak
+		{anon: 4000, file: 16500}, // tick 2
+		{anon: 3500, file: 16500}, // Stop
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	read := make(chan int, len(readings))
 	n := 0
-	s := newMemSampler(clk, 10*time.Millisecond, func() ([]byte, error) {
+	s := newMemSampler(clk, 10*time.Millisecond, func() (memUsage, bool) {
 		if n >= len(readings) {
 			t.Errorf("read %d times, want %d", n+1, len(readings))
-			return nil, errors.New("no more readings")
+			return memUsage{}, false
 		}
-		b := []byte(readings[n])
+		u := readings[n]
 		n++
 		read <- n
-		return b, nil
+		return u, true
 	})
 	s.Start(context.Background())
 	<-read
@@ -75,7 +94,7 @@ func TestMemSamplerKeepsPeakBetweenReadings(t *testing.T) {
 	s.Stop()
 	<-read
 	got := s.peaks()
-	want := memPeaks{hwm: 26000, anon: 9000, file: 17000, samples: 4}
+	want := memPeaks{anon: 9000, file: 17000, samples: 4}
 	if got != want {
 		t.Errorf("peaks = %+v, want %+v", got, want)
 	}
@@ -107,25 +126,90 @@ func TestUsageFields(t *testing.T) {
 	}
 }
 
-// BenchmarkReadProcStatus is what one sample costs (it sets
-// memSampleInterval), beside smaps_rollup, which the sampler does not read.
-func BenchmarkReadProcStatus(b *testing.B) {
+// TestStatmReaderAgreesWithStatus: the sampled private memory is RssAnon
+// (argoexec maps no shared memory) and the shared figure RssFile, within
+// what the process touches between the two reads.
+func TestStatmReaderAgreesWithStatus(t *testing.T) {
+	r, err := openStatm()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer r.f.Close()
+	u, ok := r.read()
+	status, err := os.ReadFile("/proc/self/status")
+	if !ok || err != nil {
+		t.Fatalf("read statm: %v; status: %v", ok, err)
+	}
+	field := func(name string) int64 {
+		for _, line := range splitLines(status) {
+			if v, found := cutKB(line, name); found {
+				return v
+			}
+		}
+		t.Fatalf("no %s in status", name)
+		return 0
+	}
+	if anon := field("RssAnon:"); abs(u.anon-anon) > 1024 {
+		t.Errorf("statm private %d KiB, status RssAnon %d KiB", u.anon, anon)
+	}
+	if file := field("RssFile:") + field("RssShmem:"); abs(u.file-file) > 1024 {
+		t.Errorf("statm shared %d KiB, status RssFile+RssShmem %d KiB", u.file, file)
+	}
+}
+
+// BenchmarkMemSample is what one sample costs (it sets memSampleInterval),
+// beside the reads the sampler does not do.
+func BenchmarkMemSample(b *testing.B) {
+	b.Run("statm pread", func(b *testing.B) {
+		r, err := openStatm()
+		if err != nil {
+			b.Skip(err)
+		}
+		defer r.f.Close()
+		for b.Loop() {
+			if _, ok := r.read(); !ok {
+				b.Fatal("unreadable statm")
+			}
+		}
+	})
 	for _, file := range []string{"/proc/self/status", "/proc/self/smaps_rollup"} {
 		b.Run(file, func(b *testing.B) {
 			if _, err := os.ReadFile(file); err != nil {
 				b.Skip(err)
 			}
 			for b.Loop() {
-				st, err := os.ReadFile(file)
-				if err != nil {
+				if _, err := os.ReadFile(file); err != nil {
 					b.Fatal(err)
-				}
-				if file == "/proc/self/status" {
-					if _, ok := readMemUsage(st); !ok {
-						b.Fatal("no memory lines")
-					}
 				}
 			}
 		})
 	}
+}
+
+func splitLines(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == '\n' {
+			out = append(out, string(b[start:i]))
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func cutKB(line, name string) (int64, bool) {
+	if len(line) < len(name) || line[:len(name)] != name {
+		return 0, false
+	}
+	var v int64
+	_, err := fmt.Sscanf(line[len(name):], "%d kB", &v)
+	return v, err == nil
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
