@@ -76,6 +76,9 @@ func TestScriptWithoutInit(t *testing.T) {
 				}},
 				{"as built", nil},
 				{"with init", func(p *corev1.Pod) {
+					if len(p.Spec.InitContainers) > 0 {
+						return // a pod builder from before issue 14 made it
+					}
 					c := *p.Spec.Containers[1].DeepCopy() // wait, with every mount init had
 					c.Name = wf.InitContainerName
 					c.Command = []string{c.Command[0], "init"}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"syscall"
@@ -206,15 +207,22 @@ func cpuTime() (user, sys time.Duration, err error) {
 //	             was before private and shared were told apart)
 //	cpu          user+system CPU of the whole process (CPU request), also
 //	             apart as cpuUser and cpuSys
+//	cpuStart     the part of cpu spent before the step began: the Go
+//	             runtime, package initialisation, flags and environment
+//	gcCycles     garbage collections the step ran (each costs CPU)
 type stepUsage struct {
-	sampler *memSampler
-	statm   *statmReader
+	sampler  *memSampler
+	statm    *statmReader
+	cpuStart time.Duration
 }
 
 // startStepUsage starts sampling the process's memory every
 // memSampleInterval of clk. Without /proc it samples nothing.
 func startStepUsage(ctx context.Context, clk clock.WithTicker) *stepUsage {
 	u := &stepUsage{}
+	if user, sys, err := cpuTime(); err == nil {
+		u.cpuStart = user + sys
+	}
 	read := func() (memUsage, bool) { return memUsage{}, false }
 	if r, err := openStatm(); err == nil {
 		u.statm, read = r, r.read
@@ -234,7 +242,22 @@ func (u *stepUsage) finish(log *logrus.Entry) {
 	if status, err := os.ReadFile("/proc/self/status"); err == nil {
 		p.hwm, _ = peakRSSKiB(status)
 	}
-	log.WithFields(usageFields(p, cpuTime)).Info("peak memory")
+	f := usageFields(p, cpuTime)
+	if u.cpuStart > 0 {
+		f["cpuStart"] = ms(u.cpuStart)
+	}
+	f["gcCycles"] = gcCycles()
+	log.WithFields(f).Info("peak memory")
+}
+
+// gcCycles is how many garbage collections the process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // usageFields are the fields of the `peak memory` line.

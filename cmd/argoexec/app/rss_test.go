@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -212,4 +213,13 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// TestGCCycles: the metric the line reports exists and counts collections.
+func TestGCCycles(t *testing.T) {
+	before := gcCycles()
+	runtime.GC()
+	if after := gcCycles(); after <= before {
+		t.Errorf("gcCycles %d after runtime.GC, %d before", after, before)
+	}
 }
