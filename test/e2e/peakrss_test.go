@@ -23,8 +23,8 @@ var peakMemoryLine = regexp.MustCompile(`msg="peak memory"(.*)`)
 var usageField = regexp.MustCompile(`(\w+)=([0-9.]+)(MiB|ms)?(?:\s|$)`)
 
 // stepUsage is the `peak memory` line of one argoexec container: MiB for
-// peakPrivate, sharedFile and peakRSS, ms for cpu, cpuUser, cpuSys and
-// cpuStart, a count for gcCycles.
+// peakPrivate, sharedFile and peakRSS, ms for cpu, cpuUser, cpuSys,
+// cpuInherited, cpuOwn and cpuStart, a count for gcCycles.
 type stepUsage map[string]float64
 
 // usageOf parses the `peak memory` line out of a container's log.
@@ -49,8 +49,8 @@ func usageOf(t *testing.T, container, log string) stepUsage {
 }
 
 func (u stepUsage) String() string {
-	return fmt.Sprintf("private %.1f MiB, shared file %.1f MiB, VmHWM %.1f MiB, CPU %.1f ms (%.1f ms before the step), %.0f GCs",
-		u["peakPrivate"], u["sharedFile"], u["peakRSS"], u["cpu"], u["cpuStart"], u["gcCycles"])
+	return fmt.Sprintf("private %.1f MiB, shared file %.1f MiB, VmHWM %.1f MiB, CPU %.1f ms (own %.1f, of it %.1f before the step; inherited %.1f), %.0f GCs",
+		u["peakPrivate"], u["sharedFile"], u["peakRSS"], u["cpu"], u["cpuOwn"], u["cpuStart"], u["cpuInherited"], u["gcCycles"])
 }
 
 // waitPeakRSS returns the peak RSS (VmHWM), in MiB, that wait logged.

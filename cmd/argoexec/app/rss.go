@@ -16,6 +16,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
+
+	"github.com/argoexec/argoexec/cmd/argoexec/internal/startcpu"
 )
 
 // memSampleInterval is how often the sampler reads /proc/self/statm. One
@@ -207,13 +209,19 @@ func cpuTime() (user, sys time.Duration, err error) {
 //	             was before private and shared were told apart)
 //	cpu          user+system CPU of the whole process (CPU request), also
 //	             apart as cpuUser and cpuSys
-//	cpuStart     the part of cpu spent before the step began: the Go
-//	             runtime, package initialisation, flags and environment
+//	cpuInherited the part of cpu used before argoexec's packages were
+//	             initialised: the Go runtime's start (2-3 ms on the testbed's
+//	             host) and, in a container's first process, what the
+//	             container runtime spent setting the container up before it
+//	             executed argoexec (about 20 ms more; see package startcpu)
+//	cpuOwn       cpu - cpuInherited: what argoexec itself used
+//	cpuStart     the part of cpuOwn spent before the step began: package
+//	             initialisation, flags and environment
 //	gcCycles     garbage collections the step ran (each costs CPU)
 type stepUsage struct {
 	sampler  *memSampler
 	statm    *statmReader
-	cpuStart time.Duration
+	cpuStart time.Duration // at the step's start; 0 if unknown
 }
 
 // startStepUsage starts sampling the process's memory every
@@ -243,8 +251,11 @@ func (u *stepUsage) finish(log *logrus.Entry) {
 		p.hwm, _ = peakRSSKiB(status)
 	}
 	f := usageFields(p, cpuTime)
-	if u.cpuStart > 0 {
-		f["cpuStart"] = ms(u.cpuStart)
+	inherited, ok := startcpu.At()
+	if user, sys, err := cpuTime(); err == nil && ok && u.cpuStart > 0 {
+		f["cpuInherited"] = ms(inherited)
+		f["cpuOwn"] = ms(user + sys - inherited)
+		f["cpuStart"] = ms(u.cpuStart - inherited)
 	}
 	f["gcCycles"] = gcCycles()
 	log.WithFields(f).Info("peak memory")
