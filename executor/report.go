@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -22,19 +23,19 @@ type PodReporter struct {
 	Pods kubeclient.Pods
 	// Namespace and Name identify the pod.
 	Namespace, Name string
+	// Log says when the result is cut to fit; nil logs nothing.
+	Log *logrus.Entry
 }
 
-// Report patches the outputs annotation. Outputs that would push the pod's
-// annotations over the API server's 256 KiB budget are refused before the
-// request, with an error naming the biggest output.
+// Report patches the outputs annotation. A script result is cut to what
+// the pod's 256 KiB annotation budget leaves after the other annotations
+// and outputs (FitResult: the tail is kept, and the cut is logged and
+// flagged in the outputs). Outputs that are over the budget even without a
+// result are refused before the request, with an error naming the biggest.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
-	b, err := json.Marshal(outputs)
-	if err != nil {
-		return fmt.Errorf("encode outputs: %w", err)
-	}
 	pod, err := r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s to report outputs: %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("get pod %s/%s to report outputs: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
 	used := 0
 	for k, v := range pod.Annotations {
@@ -43,6 +44,14 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		}
 	}
 	budget := wf.MaxAnnotationBytes - used - len(wf.AnnotationOutputs)
+	b, dropped, err := FitResult(outputs, budget)
+	if err != nil {
+		return err
+	}
+	if dropped > 0 && r.Log != nil {
+		r.Log.Warnf("the result keeps the last %d bytes of main's output (%d dropped in all) to fit the %d bytes left of pod %s/%s's annotation budget; write large output to a file and declare it as an output artifact",
+			len(*outputs.Result), outputs.ResultDroppedBytes, budget, r.Namespace, r.Name)
+	}
 	if err := CheckOutputsBudget(outputs, len(b), budget); err != nil {
 		return fmt.Errorf("report outputs on pod %s/%s: %w (the pod's other annotations use %d bytes, %d of them the template in %s)",
 			r.Namespace, r.Name, err, used, len(pod.Annotations[wf.AnnotationTemplate]), wf.AnnotationTemplate)
@@ -52,7 +61,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
 	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch outputs annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }
@@ -60,6 +69,12 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 // CheckOutputsBudget returns an error when size bytes of outputs JSON exceed
 // budget, naming the biggest outputs and suggesting an artifact.
 func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
+	return checkBudget(outputs, size, budget, fmt.Sprintf("the pod's %d-byte annotation budget", wf.MaxAnnotationBytes))
+}
+
+// checkBudget is CheckOutputsBudget for any budget; of names it ("the
+// pod's 262144-byte annotation budget").
+func checkBudget(outputs *wf.NodeOutputs, size, budget int, of string) error {
 	if size <= budget {
 		return nil
 	}
@@ -81,8 +96,8 @@ func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
 	if len(items) > 0 {
 		biggest = fmt.Sprintf("%s (%d bytes)", items[0].name, items[0].size)
 	}
-	return fmt.Errorf("outputs are %d bytes, over the %d bytes left of the pod's %d-byte annotation budget; the biggest is %s: write large values to a file and declare it as an output artifact",
-		size, budget, wf.MaxAnnotationBytes, biggest)
+	return fmt.Errorf("outputs are %d bytes, over the %d bytes left of %s; the biggest is %s: write large values to a file and declare it as an output artifact",
+		size, budget, of, biggest)
 }
 
 // ReportProgress patches the pod annotation workflows.argoproj.io/progress
@@ -94,7 +109,7 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
 	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch progress annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }

@@ -19,7 +19,7 @@
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
 #                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
 #                               argoexec and our argoexec:dev in the same run, compared)
-# ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
+# ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
 # ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
@@ -66,7 +66,7 @@ export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
 eval "$("$HACK_DIR/argo.sh" env)"
 
 rc=0
-go test -tags e2e -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-20m}" "$@" ./test/e2e/... || rc=$?
+go test -tags e2e -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-45m}" "$@" ./test/e2e/... || rc=$?
 if [ "${E2E_IMAGE_FAILED:-0}" = 1 ]; then
   log "e2e: argoexec:dev failed to build (see above)"; [ $rc = 0 ] && rc=1
 fi
