@@ -8,13 +8,14 @@ import (
 	"time"
 )
 
-// Init is `argoexec init`: it stages a script template's source where main
-// runs it and loads the input artifacts where the pod builder mounts them into
-// main. Every step runs; the error joins every failure.
+// Init is `argoexec init`: it loads the input artifacts where the pod
+// builder mounts them into main and, where the protocol says so
+// (Protocol.StageScript), stages a script template's source where main runs
+// it. Every step runs; the error joins every failure.
 func (we *WorkflowExecutor) Init(ctx context.Context) error {
 	var errs stepErrors
 	start := time.Now()
-	if we.cfg.Template.Script != nil {
+	if we.cfg.Template.Script != nil && we.cfg.Protocol.StageScript {
 		errs.add("stage script", we.stageScript())
 	}
 	errs.add("load input artifacts", we.loadInputArtifacts(ctx))

@@ -42,7 +42,7 @@ func TestPodReporterForbidden(t *testing.T) {
 			client.PrependReactor(tt.verb, "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tt.err
 			})
-			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
+			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			err := r.Report(context.Background(), &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr("x")}}})
 			t.Logf("error: %v", err)
 			for _, w := range tt.want {

@@ -9,17 +9,18 @@ import (
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // PodReporter reports outputs as JSON in the annotation
 // workflows.argoproj.io/outputs of wait's own pod (a merge patch, which the
 // RBAC verb pods/patch allows).
 type PodReporter struct {
-	// Client reaches the API server with the pod's service account.
-	Client kubernetes.Interface
+	// Pods are the pods of the pod's namespace, reached with the pod's
+	// service account.
+	Pods kubeclient.Pods
 	// Namespace and Name identify the pod.
 	Namespace, Name string
 	// Log says when the result is cut to fit; nil logs nothing.
@@ -32,7 +33,7 @@ type PodReporter struct {
 // flagged in the outputs). Outputs that are over the budget even without a
 // result are refused before the request, with an error naming the biggest.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
-	pod, err := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	pod, err := r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s to report outputs: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
@@ -59,7 +60,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 	if err != nil {
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
-	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
@@ -107,7 +108,7 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 	if err != nil {
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
-	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
