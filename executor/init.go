@@ -19,8 +19,14 @@ func (we *WorkflowExecutor) Init(ctx context.Context) error {
 		errs.add("stage script", we.stageScript())
 	}
 	errs.add("load input artifacts", we.loadInputArtifacts(ctx))
-	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("init finished")
-	return errs.err()
+	err := errs.err()
+	done := we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		done.Info("init failed") // the caller logs the error and writes the termination message
+		return err
+	}
+	done.Info("init finished")
+	return nil
 }
 
 // stageScript writes the script's source to the staging directory on the
