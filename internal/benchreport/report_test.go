@@ -47,7 +47,7 @@ func TestReplaceBlock(t *testing.T) {
 	block := Begin + "\nnew\n" + End
 	for _, tc := range []struct {
 		name, doc, before, want string
-		wantErr              bool
+		wantErr                 bool
 	}{
 		{name: "replaces between the markers, keeps the rest",
 			doc:  "# B\n\nintro\n\n" + Begin + "\nold\nold too\n" + End + "\n\n## Hand\ntext\n",
