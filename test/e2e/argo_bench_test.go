@@ -291,6 +291,8 @@ type stepFigures struct {
 	waitCgroupMax  int64         // wait container's memory.max_usage_in_bytes (includes page cache)
 	waitCPU        time.Duration // wait container's cpuacct.usage, last sample
 	waitSamples    int
+	initHWM        int64          // the same for init's argoexec (0: its cgroup was not seen)
+	initCPU        time.Duration  // init container's cpuacct.usage, last sample
 	loggedPeak     string         // ours: the "peak memory" line's peakRSS
 	requests       int            // API requests by the pod's service account (audit log)
 	requestKinds   map[string]int // "verb resource[/sub]" -> count
@@ -366,8 +368,9 @@ func argoGetenv(k, def string) string {
 }
 
 // waitSampler polls the cgroups of a pod's containers (cgroup v1, cgroupfs driver) until it finds
-// the one running `argoexec wait`, then samples it every 10 ms until the cgroup is removed (the
-// container exited): the cgroup's memory.max_usage_in_bytes, cpuacct.usage, and argoexec's VmHWM.
+// the one running `argoexec wait` (sampleArgoexec: `argoexec <sub>`), then samples it every 10 ms
+// until the cgroup is removed (the container exited): the cgroup's memory.max_usage_in_bytes,
+// cpuacct.usage, and argoexec's VmHWM.
 type waitSampler struct {
 	hwm, cgMax, cpu int64
 	samples         int
@@ -375,6 +378,10 @@ type waitSampler struct {
 }
 
 func sampleWait(ctx context.Context, podUID string) *waitSampler {
+	return sampleArgoexec(ctx, podUID, "wait")
+}
+
+func sampleArgoexec(ctx context.Context, podUID, sub string) *waitSampler {
 	s := &waitSampler{}
 	var dir string // relative to the memory hierarchy
 	var pid string
@@ -387,7 +394,7 @@ func sampleWait(ctx context.Context, podUID string) *waitSampler {
 				for _, p := range strings.Fields(string(procs)) {
 					cmd, _ := os.ReadFile("/proc/" + p + "/cmdline")
 					args := strings.Split(string(cmd), "\x00")
-					if len(args) > 1 && filepath.Base(args[0]) == "argoexec" && args[1] == "wait" {
+					if len(args) > 1 && filepath.Base(args[0]) == "argoexec" && args[1] == sub {
 						dir, pid = strings.TrimPrefix(filepath.Dir(f), "/sys/fs/cgroup/memory/"), p
 						s.found = true
 					}
@@ -532,6 +539,28 @@ var peakRE = regexp.MustCompile(`msg="peak memory".*peakRSS=(\S+)`)
 
 // measureStep runs the anchor's step once and measures it.
 func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskExits, kc *http.Client, backend, name string) (*stepFigures, error) {
+	return measureStepWith(ctx, t, a, te, kc, backend, name, argoFiguresWorkflow, wantOut42)
+}
+
+// wantOut42 checks the anchor's step: Succeeded with the output parameter out = 42.
+func wantOut42(ctx context.Context, a *framework.Argo, final *unstructured.Unstructured) error {
+	o, err := a.Collect(ctx, final)
+	if err != nil {
+		return err
+	}
+	if o.Phase != "Succeeded" {
+		return fmt.Errorf("workflow %s: %s (%q)\n%s", final.GetName(), o.Phase, o.Message, a.Describe(ctx, o))
+	}
+	if n := o.Node("WF"); n == nil || n.Parameters["out"] != "42" {
+		return fmt.Errorf("workflow %s: output parameter out not 42: %+v", final.GetName(), n)
+	}
+	return nil
+}
+
+// measureStepWith runs a one-step workflow (workflowYAML, with a %s for its name) once,
+// measures it as measureStep does, and checks the finished workflow with check.
+func measureStepWith(ctx context.Context, t *testing.T, a *framework.Argo, te *taskExits, kc *http.Client, backend, name, workflowYAML string,
+	check func(context.Context, *framework.Argo, *unstructured.Unstructured) error) (*stepFigures, error) {
 	f := &stepFigures{image: a.Controller.Name, backend: backend}
 	ns := a.Controller.Namespace
 	auditLog := filepath.Join(a.Env.State, "logs", "audit.log")
@@ -559,7 +588,7 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 		}
 	}()
 
-	wf, err := framework.ParseWorkflow(fmt.Appendf(nil, argoFiguresWorkflow, name))
+	wf, err := framework.ParseWorkflow(fmt.Appendf(nil, workflowYAML, name))
 	if err != nil {
 		return nil, err
 	}
@@ -568,7 +597,7 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 	}
 	var created, done time.Time
 	var pod *corev1.Pod
-	var sampler chan *waitSampler
+	var sampler, initSampler chan *waitSampler
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
 	for done.IsZero() {
@@ -586,9 +615,10 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 			now := time.Now()
 			if created.IsZero() {
 				created = now
-				sampler = make(chan *waitSampler, 1)
+				sampler, initSampler = make(chan *waitSampler, 1), make(chan *waitSampler, 1)
 				uid := string(p.UID)
 				go func() { sampler <- sampleWait(sctx, uid) }()
+				go func() { initSampler <- sampleArgoexec(sctx, uid, "init") }()
 			}
 			pod = p
 			switch p.Status.Phase {
@@ -639,19 +669,20 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 		t.Logf("%s: wait's cgroup still there 5 s after the pod Succeeded", name)
 	}
 
+	select {
+	case s := <-initSampler: // init exited before main started: its cgroup is long gone
+		if s.found {
+			f.initHWM, f.initCPU = s.hwm, time.Duration(s.cpu)
+		}
+	case <-time.After(time.Second):
+	}
+
 	final, err := a.WaitForWorkflow(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	o, err := a.Collect(ctx, final)
-	if err != nil {
+	if err := check(ctx, a, final); err != nil {
 		return nil, err
-	}
-	if o.Phase != "Succeeded" {
-		return nil, fmt.Errorf("workflow %s: %s (%q)\n%s", name, o.Phase, o.Message, a.Describe(ctx, o))
-	}
-	if n := o.Node("WF"); n == nil || n.Parameters["out"] != "42" {
-		return nil, fmt.Errorf("workflow %s: output parameter out not 42: %+v", name, n)
 	}
 	if l, err := a.PodLog(ctx, name, "wait"); err == nil {
 		if m := peakRE.FindStringSubmatch(l); m != nil {
