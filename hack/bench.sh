@@ -31,6 +31,9 @@ else
   export ARGOEXEC_BENCH_CONCURRENCY=2 ARGOEXEC_BENCH_CONC_MIB=8
   unset ARGOEXEC_BENCH_OUT
 fi
+# "ours" under Argo's controller is this tree's image too (hack/argo.sh restarts that controller
+# when its --executor-image differs)
+export ARGO_OURS_IMAGE=${ARGO_OURS_IMAGE:-${ARGOEXEC_DEV_IMAGE:-argoexec:dev}}
 export ARGOEXEC_BENCH_COMMAND="make bench (hack/bench.sh: REPS=$ARGOEXEC_BENCH_REPS BIG_REPS=$ARGOEXEC_BENCH_BIG_REPS BIG_MIB=$ARGOEXEC_BENCH_BIG_MIB COPY_MIB=$ARGOEXEC_BENCH_COPY_MIB CONCURRENCY=$ARGOEXEC_BENCH_CONCURRENCY CONC_MIB=$ARGOEXEC_BENCH_CONC_MIB)"
 
 t0=$(now_ms)
