@@ -17,8 +17,8 @@ type Series struct {
 var palette = [...]string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#bcbd22"}
 
 const (
-	chartWidth  = 760
-	labelWidth  = 250
+	chartWidth  = 840
+	labelWidth  = 310
 	rowHeight   = 28
 	chartMargin = 40
 )
