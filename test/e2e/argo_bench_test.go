@@ -373,13 +373,6 @@ func (te *taskExits) exitOf(ctx context.Context, id string) (time.Time, error) {
 	}
 }
 
-// startOf is when containerd started the container's task (zero if no event was seen).
-func (te *taskExits) startOf(id string) time.Time {
-	te.mu.Lock()
-	defer te.mu.Unlock()
-	return te.starts[id]
-}
-
 func argoGetenv(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v

@@ -368,6 +368,13 @@ func runTimedPod(ctx context.Context, e *wfEnv, pod *corev1.Pod, sample bool) (*
 	return tp, nil
 }
 
+// startOf is when containerd started the container's task (zero if no event was seen).
+func (te *taskExits) startOf(id string) time.Time {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	return te.starts[id]
+}
+
 func containerID(p *corev1.Pod, name string) string {
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if cs.Name == name {
