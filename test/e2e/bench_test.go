@@ -802,8 +802,10 @@ func machineLine() string {
 			k8s = v.Server.GitVersion
 		}
 	}
-	return fmt.Sprintf("%d cores (%s), %s RAM, Linux %s, Kubernetes %s, Go %s; commit %s",
-		runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)), k8s, runtime.Version(), commit)
+	images := fmt.Sprintf("our pod builder's executor image %s, Argo's controller's %s (ours) and %s (Argo's)",
+		argoGetenv("ARGOEXEC_E2E_EXECUTOR_IMAGE", "argoexec:dev"), argoGetenv("ARGOEXEC_E2E_ARGO_IMAGE_OURS", "?"), argoGetenv("ARGOEXEC_E2E_ARGO_IMAGE_UPSTREAM", "?"))
+	return fmt.Sprintf("%d cores (%s), %s RAM, Linux %s, Kubernetes %s, Go %s; commit %s; %s",
+		runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)), k8s, runtime.Version(), commit, images)
 }
 
 func kubectlPathOr() string {
