@@ -28,9 +28,12 @@ cd "$REPO_ROOT"
 
 # Runs share the testbed; a run that stops and starts its components (the fault suite,
 # ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone and waits for the others to finish, and they for it.
+# The lock is on fd 9, which cluster.sh and argo.sh close for every daemon they start: a daemon
+# that kept it (an Argo controller restarted by this run) would hold the lock after the run ends
+# and keep every exclusive run waiting for ever.
 mkdir -p "$STATE"
-exec {testbed_lock}>"$STATE/e2e.lock"
-if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then flock -x "$testbed_lock"; else flock -s "$testbed_lock"; fi
+exec 9>"$STATE/e2e.lock"
+if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then flock -x 9; else flock -s 9; fi
 
 t0=$(now_ms)
 if [ "${ARGOEXEC_E2E_SKIP_UP:-0}" != 1 ]; then
