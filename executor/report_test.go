@@ -3,20 +3,28 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// TestPodReporter: outputs land in the outputs annotation; outputs that fit
-// the 256 KiB budget alone but not beside the pod's template annotation are
-// refused before any patch, with an error naming the biggest output and the
-// bytes the template takes.
+// TestPodReporter: outputs land in the outputs annotation with one request
+// (a patch); outputs that fit the 256 KiB budget alone but not beside the
+// pod's template annotation are refused by the API server (here a reactor
+// that checks the budget as its validation does), and the error names the
+// biggest output and the bytes the template takes; outputs over the budget
+// alone are refused before any request.
 func TestPodReporter(t *testing.T) {
 	const templateBytes = 200 * 1024
 	tests := []struct {
@@ -24,16 +32,47 @@ func TestPodReporter(t *testing.T) {
 		value     string
 		wantErr   []string
 		wantPatch bool
+		wantCalls []string
 	}{
-		{name: "fits", value: "42", wantPatch: true},
+		{name: "fits", value: "42", wantPatch: true, wantCalls: []string{"patch pods"}},
 		{name: "over the budget left by the template", value: strings.Repeat("x", 100*1024),
-			wantErr: []string{"output parameter big (102400 bytes)", "output artifact", "other annotations use", "204800 of them the template", wf.AnnotationTemplate}},
+			wantErr:   []string{"output parameter big (102400 bytes)", "output artifact", "other annotations use", "204800 of them the template", wf.AnnotationTemplate},
+			wantCalls: []string{"patch pods", "get pods"}},
+		{name: "over the budget alone", value: strings.Repeat("x", 300*1024),
+			wantErr: []string{"output parameter big (307200 bytes)", "output artifact"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
 			client := fake.NewClientset(pod)
+			var calls []string
+			client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, a.GetVerb()+" "+a.GetResource().Resource)
+				p, ok := a.(k8stesting.PatchAction)
+				if !ok {
+					return false, nil, nil
+				}
+				// The API server's validation: all annotations within MaxAnnotationBytes.
+				var patch struct {
+					Metadata struct{ Annotations map[string]string } `json:"metadata"`
+				}
+				if err := json.Unmarshal(p.GetPatch(), &patch); err != nil {
+					return true, nil, err
+				}
+				total := 0
+				for k, v := range pod.Annotations {
+					total += len(k) + len(v)
+				}
+				for k, v := range patch.Metadata.Annotations {
+					total += len(k) + len(v)
+				}
+				if total > wf.MaxAnnotationBytes {
+					return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "wf-1", field.ErrorList{
+						field.TooLong(field.NewPath("metadata", "annotations"), "", wf.MaxAnnotationBytes)})
+				}
+				return false, nil, nil
+			})
 			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
 			code := 0
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.value)}}, ExitCode: &code}
@@ -45,6 +84,9 @@ func TestPodReporter(t *testing.T) {
 			}
 			if len(tt.wantErr) == 0 && err != nil {
 				t.Fatalf("Report: %v", err)
+			}
+			if !slices.Equal(calls, tt.wantCalls) {
+				t.Errorf("requests %q, want %q", calls, tt.wantCalls)
 			}
 			got, err := client.CoreV1().Pods("ns").Get(context.Background(), "wf-1", metav1.GetOptions{})
 			if err != nil {

@@ -297,17 +297,22 @@ type stepFigures struct {
 	kubelet        map[string]int // kubelet_http_requests_total deltas by "METHOD path" during the step
 }
 
-// taskExits follows containerd's /tasks/exit events (ctr events): container ID -> exited_at.
+// taskExits follows containerd's /tasks/exit events (ctr events): container ID -> exited_at;
+// and its /tasks/start events: container ID -> when ctr printed the event.
 type taskExits struct {
-	mu    sync.Mutex
-	exits map[string]time.Time
-	cmd   *exec.Cmd
+	mu     sync.Mutex
+	exits  map[string]time.Time
+	starts map[string]time.Time
+	cmd    *exec.Cmd
 }
 
-var ctrExitRE = regexp.MustCompile(`/tasks/exit\s+(\{.*\})`)
+var (
+	ctrExitRE  = regexp.MustCompile(`/tasks/exit\s+(\{.*\})`)
+	ctrStartRE = regexp.MustCompile(`^(\S+ \S+) \+0000 UTC \S+ /tasks/start \{"container_id":"([0-9a-f]+)"`)
+)
 
 func startTaskExits(t *testing.T) *taskExits {
-	te := &taskExits{exits: map[string]time.Time{}}
+	te := &taskExits{exits: map[string]time.Time{}, starts: map[string]time.Time{}}
 	sock := argoGetenv("ARGOEXEC_E2E_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 	te.cmd = exec.Command("ctr", "--address", sock, "events")
 	out, err := te.cmd.StdoutPipe()
@@ -322,6 +327,14 @@ func startTaskExits(t *testing.T) *taskExits {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
+			if m := ctrStartRE.FindStringSubmatch(sc.Text()); m != nil {
+				if at, err := time.Parse("2006-01-02 15:04:05.999999999", m[1]); err == nil {
+					te.mu.Lock()
+					te.starts[m[2]] = at
+					te.mu.Unlock()
+				}
+				continue
+			}
 			m := ctrExitRE.FindStringSubmatch(sc.Text())
 			if m == nil {
 				continue
@@ -340,6 +353,14 @@ func startTaskExits(t *testing.T) *taskExits {
 		}
 	}()
 	return te
+}
+
+// startOf is when containerd reported the container's task started, if it did.
+func (te *taskExits) startOf(id string) (time.Time, bool) {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	at, ok := te.starts[id]
+	return at, ok
 }
 
 func (te *taskExits) exitOf(ctx context.Context, id string) (time.Time, error) {

@@ -25,8 +25,10 @@ import (
 // pod watch event that first carries the outputs annotation. The step is the anchor's
 // (anchor-figures.md): a script `echo hello; echo 42 > /work/out` with an output parameter from
 // /work/out on an emptyDir, and the script's result, so the report needs one log read and one
-// file read. main lives a few milliseconds, so it has usually exited before wait's exec session
-// into it starts: this is the short-step path, not the exec session's.
+// file read. Two shapes: "short", main as is, which lives a few milliseconds and has exited
+// before wait's exec session reaches it (under our controller wait is the second container, so
+// it usually starts after main has exited); and "attached", main sleeping 1 s first, so that
+// wait is watching it through an exec session when it exits.
 //
 // ARGOEXEC_E2E_LATENCY_RUNS (default 3) runs per backend and image; ARGOEXEC_E2E_BASELINE_IMAGE,
 // when set, is a second executor image (say, main's build) run interleaved with ours, so that
@@ -44,8 +46,14 @@ func TestOutputsLatency(t *testing.T) {
 		images = append(images, b)
 	}
 	te := startTaskExits(t)
-	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
-		t.Run(backend, func(t *testing.T) {
+	for _, c := range []struct{ backend, shape, script string }{
+		{wf.ExecutorK8sAPI, "short", anchorScript},
+		{wf.ExecutorK8sAPI, "attached", "sleep 1; " + anchorScript},
+		{wf.ExecutorKubelet, "short", anchorScript},
+		{wf.ExecutorKubelet, "attached", "sleep 1; " + anchorScript},
+	} {
+		backend := c.backend
+		t.Run(backend+"/"+c.shape, func(t *testing.T) {
 			e := newWfEnv(t, backend)
 			kc, err := kubeletMetricsClient(e.f.Env)
 			if err != nil {
@@ -57,9 +65,9 @@ func TestOutputsLatency(t *testing.T) {
 			for i := range runs {
 				for j, img := range imgs {
 					e.cfg.Executor.Image = img
-					name := fmt.Sprintf("lat-%d-%d", j, i)
-					d, reads := e.measureOutputs(t, te, kc, name)
-					t.Logf("%s %s: main exit -> outputs annotation %s, kubelet GET /pods %d", backend, img, d.Round(time.Millisecond), reads)
+					name := fmt.Sprintf("lat-%s-%d-%d", c.shape, j, i)
+					d, reads := e.measureOutputs(t, te, kc, name, c.script)
+					t.Logf("%s %s %s: main exit -> outputs annotation %s, kubelet GET /pods %d", backend, c.shape, img, d.Round(time.Millisecond), reads)
 					lat[img] = append(lat[img], d)
 					podsReads[img] = append(podsReads[img], reads)
 				}
@@ -68,20 +76,23 @@ func TestOutputsLatency(t *testing.T) {
 				l := slices.Clone(lat[img])
 				slices.Sort(l)
 				r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-				t.Logf("%s, image %s, %d runs: main exit -> outputs reported p50 %s, p90 %s, min %s, max %s; kubelet GET /pods per step, fewest %d (all %v)",
-					backend, img, len(l), r(l[len(l)/2]), r(l[len(l)*9/10]), r(l[0]), r(l[len(l)-1]), slices.Min(podsReads[img]), podsReads[img])
+				t.Logf("%s, %s main, image %s, %d runs: main exit -> outputs reported p50 %s, p90 %s, min %s, max %s; kubelet GET /pods per step, fewest %d (all %v)",
+					backend, c.shape, img, len(l), r(l[len(l)/2]), r(l[len(l)*9/10]), r(l[0]), r(l[len(l)-1]), slices.Min(podsReads[img]), podsReads[img])
 			}
 		})
 	}
 }
 
-// measureOutputs runs the anchor's step as pod name and returns the time from main's exit to
+// anchorScript is the anchor's step (anchor-figures.md).
+const anchorScript = "echo hello; echo 42 > /work/out"
+
+// measureOutputs runs the anchor's step, with main running script, as pod name and returns the time from main's exit to
 // the outputs annotation, and how many kubelet `GET /pods` the step saw.
-func (e *wfEnv) measureOutputs(t *testing.T, te *taskExits, kc *http.Client, name string) (time.Duration, int) {
+func (e *wfEnv) measureOutputs(t *testing.T, te *taskExits, kc *http.Client, name, script string) (time.Duration, int) {
 	t.Helper()
 	tmpl := &wf.Template{Name: "anchor", Script: &wf.ScriptTemplate{
 		Container: *e.busybox(""),
-		Source:    "echo hello; echo 42 > /work/out",
+		Source:    script,
 	}}
 	tmpl.Script.Command = []string{"sh"}
 	tmpl.Volumes, _ = workVolume()
@@ -134,10 +145,14 @@ func (e *wfEnv) measureOutputs(t *testing.T, te *taskExits, kc *http.Client, nam
 	if after, err := kubeletRequests(kc, e.f.Env); err == nil && kerr == nil {
 		reads = after["GET pods"] - before["GET pods"]
 	}
-	var mainID string
+	var mainID, waitID string
 	for _, cs := range final.Status.ContainerStatuses {
-		if cs.Name == wf.MainContainerName {
-			mainID = strings.TrimPrefix(cs.ContainerID, "containerd://")
+		id := strings.TrimPrefix(cs.ContainerID, "containerd://")
+		switch cs.Name {
+		case wf.MainContainerName:
+			mainID = id
+		case wf.WaitContainerName:
+			waitID = id
 		}
 	}
 	ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
@@ -148,6 +163,9 @@ func (e *wfEnv) measureOutputs(t *testing.T, te *taskExits, kc *http.Client, nam
 	}
 	if reported.IsZero() {
 		t.Fatalf("%s: the pod watch never showed the outputs annotation", name)
+	}
+	if started, ok := te.startOf(waitID); ok {
+		t.Logf("%s: wait's task started %s after main's exit", name, started.Sub(exited).Round(time.Millisecond))
 	}
 	return reported.Sub(exited), reads
 }
