@@ -13,8 +13,10 @@ import "strings"
 //   - the kubelet, which looks the name up among running containers only:
 //     `container not found ("main")`;
 //   - containerd's CRI service: `container is in CONTAINER_EXITED state`;
-//   - containerd's task service, when the process died between the two:
-//     `cannot exec in a stopped state`;
+//   - containerd, when the process died between the two:
+//     `cannot exec in a stopped state`, or, once its task is gone but the
+//     container not yet marked exited, `failed to load task: no running
+//     task found`;
 //   - CRI-O: `container is not created or running`;
 //   - the API server, once the pod has finished: `cannot exec into a
 //     container in a completed pod`.
@@ -27,6 +29,7 @@ func containerNotRunning(err error) bool {
 		`container not found ("`,
 		"CONTAINER_EXITED state",
 		"cannot exec in a stopped state",
+		"no running task found",
 		"container is not created or running",
 		"cannot exec into a container in a completed pod",
 	} {

@@ -547,6 +547,7 @@ func TestWaitExit(t *testing.T) {
 		{"kubelet: not among the running containers", errors.New(`unable to upgrade connection: container not found ("main")`), true},
 		{"containerd: exited", errors.New(`failed to exec in container: container is in CONTAINER_EXITED state`), true},
 		{"containerd: died between", errors.New(`OCI runtime exec failed: cannot exec in a stopped state: unknown`), true},
+		{"containerd: task gone", errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task 5c19 not found: not found`), true},
 		{"API server: pod completed", errors.New(`cannot exec into a container in a completed pod; current phase is Succeeded`), true},
 		{"other 500", errors.New(`unable to upgrade connection: error dialing backend`), false},
 	} {
