@@ -11,26 +11,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// TestPodReporterForbidden: a 403 on the report's get or patch names the
-// verb and resource to grant; any other failure does not claim RBAC is
-// missing.
+// TestPodReporterForbidden: a 403 on the report's get (made only when the
+// API server refused the patch as over the annotation budget) or patch
+// names the verb and resource to grant; any other failure does not claim
+// RBAC is missing.
 func TestPodReporterForbidden(t *testing.T) {
 	pods := schema.GroupResource{Resource: "pods"}
 	tests := []struct {
 		name    string
 		verb    string // the request that fails
+		value   string // the output parameter's value
 		err     error
 		want    []string
 		notWant string
 	}{
-		{name: "get refused", verb: "get", err: apierrors.NewForbidden(pods, "wf-1", errors.New("RBAC: no")),
-			want: []string{"get pod ns/wf-1 to report outputs", "forbidden", `RBAC verb "get" on resource "pods" in namespace ns`}},
+		{name: "get refused", verb: "get", value: strings.Repeat("x", 100*1024), err: apierrors.NewForbidden(pods, "wf-1", errors.New("RBAC: no")),
+			want: []string{"get pod ns/wf-1 to fit the outputs", "forbidden", `RBAC verb "get" on resource "pods" in namespace ns`}},
 		{name: "patch refused", verb: "patch", err: apierrors.NewForbidden(pods, "wf-1", errors.New("RBAC: no")),
 			want: []string{"patch outputs annotation on pod ns/wf-1", "forbidden", `RBAC verb "patch" on resource "pods" in namespace ns`}},
 		{name: "patch fails otherwise", verb: "patch", err: apierrors.NewServiceUnavailable("busy"),
@@ -38,12 +39,17 @@ func TestPodReporterForbidden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns"}})
+			client, _ := validatingClient(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
+				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", 200*1024)}}})
 			client.PrependReactor(tt.verb, "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tt.err
 			})
 			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
-			err := r.Report(context.Background(), &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr("x")}}})
+			value := tt.value
+			if value == "" {
+				value = "x"
+			}
+			err := r.Report(context.Background(), &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(value)}}})
 			t.Logf("error: %v", err)
 			for _, w := range tt.want {
 				if err == nil || !strings.Contains(err.Error(), w) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -27,15 +28,30 @@ type PodReporter struct {
 	Log *logrus.Entry
 }
 
-// Report patches the outputs annotation. A script result is cut to what
-// the pod's 256 KiB annotation budget leaves after the other annotations
-// and outputs (FitResult: the tail is kept, and the cut is logged and
-// flagged in the outputs). Outputs that are over the budget even without a
-// result are refused before the request, with an error naming the biggest.
+// Report patches the outputs annotation, in one request when the outputs
+// fit: the pod is read only when the API server refuses the patch (422: the
+// pod's annotations would pass 256 KiB). A script result is then cut to what
+// the pod's other annotations and outputs leave (FitResult: the tail is
+// kept, and the cut is logged and flagged in the outputs) and the patch is
+// sent again. Outputs that are over the budget even without a result are
+// refused, with an error naming the biggest output and what the other
+// annotations use.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
+	whole := wf.MaxAnnotationBytes - len(wf.AnnotationOutputs)
+	b, dropped, err := FitResult(outputs, whole)
+	if err != nil {
+		return err
+	}
+	if err := CheckOutputsBudget(outputs, len(b), whole); err != nil {
+		return fmt.Errorf("report outputs on pod %s/%s: %w", r.Namespace, r.Name, err) // even alone on the pod
+	}
+	if err := r.patch(ctx, b); err == nil || !apierrors.IsInvalid(err) {
+		r.logCut(outputs, dropped, whole)
+		return err
+	}
 	pod, err := r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s to report outputs: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
+		return fmt.Errorf("get pod %s/%s to fit the outputs to its annotation budget: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
 	used := 0
 	for k, v := range pod.Annotations {
@@ -43,19 +59,21 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 			used += len(k) + len(v)
 		}
 	}
-	budget := wf.MaxAnnotationBytes - used - len(wf.AnnotationOutputs)
-	b, dropped, err := FitResult(outputs, budget)
+	budget := whole - used
+	b, more, err := FitResult(outputs, budget)
 	if err != nil {
 		return err
 	}
-	if dropped > 0 && r.Log != nil {
-		r.Log.Warnf("the result keeps the last %d bytes of main's output (%d dropped in all) to fit the %d bytes left of pod %s/%s's annotation budget; write large output to a file and declare it as an output artifact",
-			len(*outputs.Result), outputs.ResultDroppedBytes, budget, r.Namespace, r.Name)
-	}
+	r.logCut(outputs, dropped+more, budget)
 	if err := CheckOutputsBudget(outputs, len(b), budget); err != nil {
 		return fmt.Errorf("report outputs on pod %s/%s: %w (the pod's other annotations use %d bytes, %d of them the template in %s)",
 			r.Namespace, r.Name, err, used, len(pod.Annotations[wf.AnnotationTemplate]), wf.AnnotationTemplate)
 	}
+	return r.patch(ctx, b)
+}
+
+// patch merge-patches outputs JSON b into the pod's outputs annotation.
+func (r *PodReporter) patch(ctx context.Context, b []byte) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{wf.AnnotationOutputs: string(b)}}})
 	if err != nil {
 		return fmt.Errorf("encode outputs patch: %w", err)
@@ -64,6 +82,16 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
+}
+
+// logCut warns when the report cut dropped bytes off the result to fit
+// budget bytes.
+func (r *PodReporter) logCut(outputs *wf.NodeOutputs, dropped, budget int) {
+	if r.Log == nil || outputs.Result == nil || dropped == 0 {
+		return
+	}
+	r.Log.Warnf("the result keeps the last %d bytes of main's output (%d dropped in all) to fit the %d bytes left of pod %s/%s's annotation budget; write large output to a file and declare it as an output artifact",
+		len(*outputs.Result), outputs.ResultDroppedBytes, budget, r.Namespace, r.Name)
 }
 
 // CheckOutputsBudget returns an error when size bytes of outputs JSON exceed

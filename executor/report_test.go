@@ -3,13 +3,19 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
@@ -49,7 +55,7 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
-			client := fake.NewClientset(pod)
+			client, _ := validatingClient(pod)
 			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			res := tt.result
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.param)}}, Result: &res,
@@ -96,10 +102,12 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 	}
 }
 
-// TestPodReporter: outputs land in the outputs annotation; outputs that fit
-// the 256 KiB budget alone but not beside the pod's template annotation are
-// refused before any patch, with an error naming the biggest output and the
-// bytes the template takes.
+// TestPodReporter: outputs land in the outputs annotation with one request
+// (a patch); outputs that fit the 256 KiB budget alone but not beside the
+// pod's template annotation are refused by the API server (here a reactor
+// that checks the budget as its validation does), and the error names the
+// biggest output and the bytes the template takes; outputs over the budget
+// alone are refused before any request.
 func TestPodReporter(t *testing.T) {
 	const templateBytes = 200 * 1024
 	tests := []struct {
@@ -107,16 +115,21 @@ func TestPodReporter(t *testing.T) {
 		value     string
 		wantErr   []string
 		wantPatch bool
+		wantCalls []string
 	}{
-		{name: "fits", value: "42", wantPatch: true},
+		{name: "fits", value: "42", wantPatch: true, wantCalls: []string{"patch pods"}},
 		{name: "over the budget left by the template", value: strings.Repeat("x", 100*1024),
-			wantErr: []string{"output parameter big (102400 bytes)", "output artifact", "other annotations use", "204800 of them the template", wf.AnnotationTemplate}},
+			wantErr:   []string{"output parameter big (102400 bytes)", "output artifact", "other annotations use", "204800 of them the template", wf.AnnotationTemplate},
+			wantCalls: []string{"patch pods", "get pods"}},
+		{name: "over the budget alone", value: strings.Repeat("x", 300*1024),
+			wantErr: []string{"output parameter big (307200 bytes)", "output artifact"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
 			client := fake.NewClientset(pod)
+			client, calls := validatingClient(pod)
 			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			code := 0
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.value)}}, ExitCode: &code}
@@ -128,6 +141,9 @@ func TestPodReporter(t *testing.T) {
 			}
 			if len(tt.wantErr) == 0 && err != nil {
 				t.Fatalf("Report: %v", err)
+			}
+			if !slices.Equal(*calls, tt.wantCalls) {
+				t.Errorf("requests %q, want %q", calls, tt.wantCalls)
 			}
 			got, err := client.CoreV1().Pods("ns").Get(context.Background(), "wf-1", metav1.GetOptions{})
 			if err != nil {
@@ -152,4 +168,65 @@ func TestPodReporter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPodReporter reports the API requests one Report of a small step's
+// outputs makes (requests/op) and its cost on a fake clientset.
+//
+//	go test -run '^$' -bench PodReporter ./executor/
+func BenchmarkPodReporter(b *testing.B) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
+		Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", 2048)}}}
+	client := fake.NewClientset(pod)
+	requests := 0
+	client.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		requests++
+		return false, nil, nil
+	})
+	r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
+	result := "hello"
+	out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "out", Value: wf.AnyStringPtr("42")}}, Result: &result}
+	for b.Loop() {
+		if err := r.Report(context.Background(), out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+}
+
+// validatingClient is a fake clientset holding pod that records each
+// request ("patch pods") and refuses, as the API server's validation does
+// (422), a patch that would take the pod's annotations past
+// MaxAnnotationBytes.
+func validatingClient(pod *corev1.Pod) (*fake.Clientset, *[]string) {
+	client := fake.NewClientset(pod)
+	calls := new([]string)
+	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		*calls = append(*calls, a.GetVerb()+" "+a.GetResource().Resource)
+		p, ok := a.(k8stesting.PatchAction)
+		if !ok {
+			return false, nil, nil
+		}
+		var patch struct {
+			Metadata struct{ Annotations map[string]string } `json:"metadata"`
+		}
+		if err := json.Unmarshal(p.GetPatch(), &patch); err != nil {
+			return true, nil, err
+		}
+		total := 0
+		for k, v := range pod.Annotations {
+			if _, replaced := patch.Metadata.Annotations[k]; !replaced {
+				total += len(k) + len(v)
+			}
+		}
+		for k, v := range patch.Metadata.Annotations {
+			total += len(k) + len(v)
+		}
+		if total > wf.MaxAnnotationBytes {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{
+				field.TooLong(field.NewPath("metadata", "annotations"), "", wf.MaxAnnotationBytes)})
+		}
+		return false, nil, nil
+	})
+	return client, calls
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -45,19 +46,30 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	we.log.WithField("elapsed", clk.Since(start).Round(time.Millisecond)).Info(msg)
 
 	collectCtx, cancelCollect := window.collect(ctx)
+	collectStart := clk.Now()
 	out := &wf.NodeOutputs{}
+	// The result (a log read) is fetched beside the parameters and
+	// artifacts, not before them: each writes only its own fields of out.
+	var resultErr error
+	var resultDone sync.WaitGroup
 	if we.includeResult() {
-		errs.add("collect script result", we.collectResult(collectCtx, out))
+		resultDone.Go(func() { resultErr = we.collectResult(collectCtx, out) })
 	}
-	errs.add("collect output parameters", we.collectParameters(collectCtx, out))
-	errs.add("collect output artifacts", we.collectArtifacts(collectCtx, out))
+	paramsErr := we.collectParameters(collectCtx, out)
+	artifactsErr := we.collectArtifacts(collectCtx, out)
+	resultDone.Wait()
+	errs.add("collect script result", resultErr)
+	errs.add("collect output parameters", paramsErr)
+	errs.add("collect output artifacts", artifactsErr)
 	cancelCollect()
 
-	reportCtx, cancelReport := window.report(ctx, clk.Now())
+	reportStart := clk.Now()
+	reportCtx, cancelReport := window.report(ctx, reportStart)
 	defer cancelReport()
 	if we.reporter != nil {
 		errs.add("report outputs", we.reporter.Report(reportCtx, out))
 	}
+	reported := clk.Now()
 	if we.cfg.SidecarMode == wf.SidecarModeLegacy {
 		sidecarCtx := ctx
 		if window.saving() {
@@ -65,7 +77,9 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 		}
 		errs.add("stop sidecars", we.stopSidecars(sidecarCtx))
 	}
-	we.log.WithField("elapsed", clk.Since(start).Round(time.Millisecond)).Info("wait finished")
+	we.log.WithField("elapsed", clk.Since(start).Round(time.Millisecond)).
+		WithField("collect", reportStart.Sub(collectStart).Round(time.Millisecond)).
+		WithField("report", reported.Sub(reportStart).Round(time.Millisecond)).Info("wait finished")
 	return errs.err()
 }
 

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -211,7 +212,7 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 // specified"); with it on there but off on the kubelet, the kubelet refuses
 // it (400, "Please enable PodLogsQuerySplitStreams feature gate in kubelet").
 // An API server older than 1.32 does not know the field and would silently
-// send both streams, so the first stdout-only request is checked once with a
+// send both streams, so the first stdout-only request is checked once, beside it, with a
 // probe that names a stream that does not exist: a server that honours the
 // field refuses it, one that ignores the field answers 200. The probe
 // cannot see past the API server: a kubelet older than 1.32 behind an API
@@ -228,16 +229,29 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 		}
 		opts.Stream = new(corev1.LogStreamStdout)
 	}
+	// The first stdout-only request runs its probe beside it, not after
+	// it: the probe costs no time on the way to main's result.
+	probe := func() (bool, error) { return true, nil }
+	if !combined && e.splitLogs.Load() == 0 {
+		probed := make(chan probeResult, 1)
+		go func() {
+			honoured, err := e.streamFieldHonoured(ctx, containerName)
+			probed <- probeResult{honoured, err}
+		}()
+		probe = sync.OnceValues(func() (bool, error) { r := <-probed; return r.honoured, r.err })
+	}
 	rc, err := e.logs(ctx, opts)
 	switch {
 	case !combined && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		_, _ = probe()
 		e.log.WithError(err).Debug("pods/log refused stream=Stdout")
 		e.splitLogs.Store(2)
 		return nil, errNoSplitLogs(containerName)
 	case err != nil:
+		_, _ = probe()
 		return nil, e.apiError(ctx, op, "get", "pods/log", err)
 	case !combined && e.splitLogs.Load() == 0:
-		honoured, err := e.streamFieldHonoured(ctx, containerName)
+		honoured, err := probe()
 		if err != nil {
 			rc.Close()
 			return nil, e.apiError(ctx, op+": check that the API server honours stream=Stdout", "get", "pods/log", err)
@@ -249,7 +263,14 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 		}
 		e.splitLogs.Store(1)
 	}
+	_, _ = probe()
 	return rc, nil
+}
+
+// probeResult is what streamFieldHonoured returned.
+type probeResult struct {
+	honoured bool
+	err      error
 }
 
 // logs opens the pods/log stream for opts.

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -245,7 +246,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 // the kubelet refuses it (400, "Please enable PodLogsQuerySplitStreams
 // feature gate in kubelet"); a kubelet older than 1.32 does not know the
 // parameter and would silently send both streams, so the first stdout-only
-// request is checked once with a probe that names a stream that does not
+// request is checked once, beside it, with a probe that names a stream that does not
 // exist: a kubelet that honours the parameter refuses it (422), one that
 // ignores it answers 200. Where stdout alone cannot be had, combined=false is
 // an error wrapping executor.ErrNotSupported that names the gate.
@@ -258,17 +259,30 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 		}
 		query = url.Values{"stream": {"Stdout"}}
 	}
+	// The first stdout-only request runs its probe beside it, not after
+	// it: the probe costs no time on the way to main's result.
+	probe := func() (bool, error) { return true, nil }
+	if !combined && e.splitLogs.Load() == 0 {
+		probed := make(chan probeResult, 1)
+		go func() {
+			honoured, err := e.streamParamHonoured(ctx, containerName)
+			probed <- probeResult{honoured, err}
+		}()
+		probe = sync.OnceValues(func() (bool, error) { r := <-probed; return r.honoured, r.err })
+	}
 	resp, err := e.get(ctx, e.logPath(containerName), query)
 	var se *StatusError
 	switch {
 	case !combined && errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity):
+		_, _ = probe()
 		e.log.WithError(err).Debug("kubelet: /containerLogs refused stream=Stdout")
 		e.splitLogs.Store(2)
 		return nil, errNoSplitLogs(containerName)
 	case err != nil:
+		_, _ = probe()
 		return nil, fmt.Errorf("%s: %w", op, err)
 	case !combined && e.splitLogs.Load() == 0:
-		honoured, err := e.streamParamHonoured(ctx, containerName)
+		honoured, err := probe()
 		if err != nil {
 			resp.Body.Close()
 			return nil, fmt.Errorf("%s: check that the kubelet honours stream=Stdout: %w", op, err)
@@ -280,7 +294,14 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 		}
 		e.splitLogs.Store(1)
 	}
+	_, _ = probe()
 	return &logStream{ctx: ctx, rc: resp.Body, container: containerName}, nil
+}
+
+// probeResult is what streamParamHonoured returned.
+type probeResult struct {
+	honoured bool
+	err      error
 }
 
 // logPath is the /containerLogs path of container.

@@ -357,6 +357,14 @@ func startTaskExits(t *testing.T) *taskExits {
 	return te
 }
 
+// startOf is when containerd reported the container's task started, if it did.
+func (te *taskExits) startOf(id string) (time.Time, bool) {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	at, ok := te.starts[id]
+	return at, ok
+}
+
 func (te *taskExits) exitOf(ctx context.Context, id string) (time.Time, error) {
 	for {
 		te.mu.Lock()

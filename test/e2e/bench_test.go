@@ -368,13 +368,6 @@ func runTimedPod(ctx context.Context, e *wfEnv, pod *corev1.Pod, sample bool) (*
 	return tp, nil
 }
 
-// startOf is when containerd started the container's task (zero if no event was seen).
-func (te *taskExits) startOf(id string) time.Time {
-	te.mu.Lock()
-	defer te.mu.Unlock()
-	return te.starts[id]
-}
-
 func containerID(p *corev1.Pod, name string) string {
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if cs.Name == name {
@@ -399,7 +392,7 @@ func (b *bench) bareStep(t *testing.T, e *wfEnv, name string) (benchStep, error)
 	}
 	defer deletePod(e, name)
 	s := benchStep{exitToReported: -1, createdToStarted: -1, createdToDone: tp.done.Sub(tp.created), requests: -1}
-	if at := b.te.startOf(containerID(tp.pod, wf.MainContainerName)); !at.IsZero() {
+	if at, ok := b.te.startOf(containerID(tp.pod, wf.MainContainerName)); ok {
 		s.createdToStarted = at.Sub(tp.created)
 	}
 	return s, nil
@@ -441,7 +434,7 @@ func (b *bench) oursStep(t *testing.T, e *wfEnv, sa, name string, tmpl *wf.Templ
 		}
 	}
 	mainID := containerID(tp.pod, wf.MainContainerName)
-	if at := b.te.startOf(mainID); !at.IsZero() {
+	if at, ok := b.te.startOf(mainID); ok {
 		s.createdToStarted = at.Sub(tp.created)
 	}
 	ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)

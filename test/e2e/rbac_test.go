@@ -65,6 +65,16 @@ var rbacSubsumed = map[string]struct{ by, why string }{
 	"nodes/pods:get": {by: "nodes/proxy:get", why: "the kubelet authorises /pods as nodes/pods, then nodes/proxy"},
 }
 
+// rbacUntested names, per "backend resource:verb", a grant that the step cannot exercise on
+// that backend, and why; it is kept, and the removal is reported as untested.
+var rbacUntested = map[string]string{
+	// PodReporter patches first and reads the pod only when the API server refuses the patch
+	// as over the annotation budget, to cut a long script result to what the pod's other
+	// annotations leave; the docker step runs on dockerd with no script result and no template
+	// annotation (the k8sapi and kubelet steps print a long result and exercise it).
+	"docker pods:get": "the report reads the pod only to fit a long script result, which the docker step has not",
+}
+
 // overlayGrants renders manifests/overlays/<backend> and lists every verb of every resource of
 // its Roles and ClusterRoles.
 func overlayGrants(t *testing.T, backend string) []grant {
@@ -213,6 +223,8 @@ func checkRemoval(t *testing.T, backend string, g grant, all []grant) rbacRow {
 		}
 	case warns(r.log, g):
 		row.outcome, row.text, row.verdict = "passes, degraded", quoteLine(warnings(r.log), g), "kept"
+	case rbacUntested[backend+" "+g.key()] != "":
+		row.outcome, row.verdict = "passes: "+rbacUntested[backend+" "+g.key()], "kept"
 	default:
 		sub, ok := rbacSubsumed[g.key()]
 		if !ok {
@@ -293,7 +305,9 @@ func runRBACStep(t *testing.T, backend string, edit func(kind, name string, rule
 	vols, mounts := workVolume()
 	tmpl := &wf.Template{Name: "rbac", Volumes: vols, Script: &wf.ScriptTemplate{
 		Container: corev1.Container{Image: f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, VolumeMounts: mounts},
-		Source:    "sleep 2\necho 42 > /work/answer\necho done",
+		// A result longer than the annotation budget: the report's first patch is refused
+		// (422) and it reads the pod to cut the result to fit, so pods get is exercised too.
+		Source: "sleep 2\necho 42 > /work/answer\nhead -c 307200 /dev/zero | tr '\\0' x\necho\necho done",
 	}}
 	tmpl.Sidecars = []wf.UserContainer{{Container: corev1.Container{Name: "side", Image: f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 		Command: []string{"sh", "-c", stopOnTERM}}}}
@@ -308,7 +322,8 @@ func runRBACStep(t *testing.T, backend string, edit func(kind, name string, rule
 			waitOK = cs.State.Terminated.ExitCode == 0
 		}
 	}
-	out.passed = waitOK && r.outputs != nil && r.outputs.Result != nil && *r.outputs.Result == "done" && hasParam(r.outputs, "answer", "42")
+	out.passed = waitOK && r.outputs != nil && r.outputs.Result != nil && strings.HasSuffix(*r.outputs.Result, "x\ndone") &&
+		r.outputs.ResultTruncated && hasParam(r.outputs, "answer", "42")
 	return out
 }
 

@@ -3,6 +3,7 @@ package podexec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -51,6 +52,23 @@ func TestWait(t *testing.T) {
 			names:    []string{"main"},
 			act:      func(p *fakePod) { p.die("main") },
 			wantExec: 1,
+		},
+		{
+			// A main of a few milliseconds has exited before the session
+			// reaches it: the refusal is the news, not a reason to wait
+			// 0.7-0.9 s for the status.
+			name:       "exec refused: the container is no longer running",
+			running:    []string{"main"},
+			names:      []string{"main"},
+			execResult: fmt.Errorf("SPDY: %w", errors.New(`unable to upgrade connection: container not found ("main")`)),
+			wantExec:   1,
+		},
+		{
+			name:       "exec refused otherwise: not trusted",
+			running:    []string{"main"},
+			names:      []string{"main"},
+			execResult: errors.New("unable to upgrade connection: error dialing backend"),
+			act:        func(p *fakePod) { p.report("main", 0) },
 		},
 		{
 			name:    "status shows the exit",

@@ -544,6 +544,12 @@ func TestWaitExit(t *testing.T) {
 		{"shell ended by itself", nil, false},
 		{"shell failed", &executor.ExitCodeError{Container: "main", Code: 1}, false},
 		{"no shell", errors.New(`exec: "sh": executable file not found`), false},
+		{"kubelet: not among the running containers", errors.New(`unable to upgrade connection: container not found ("main")`), true},
+		{"containerd: exited", errors.New(`failed to exec in container: container is in CONTAINER_EXITED state`), true},
+		{"containerd: died between", errors.New(`OCI runtime exec failed: cannot exec in a stopped state: unknown`), true},
+		{"containerd: task gone", errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task 5c19 not found: not found`), true},
+		{"API server: pod completed", errors.New(`cannot exec into a container in a completed pod; current phase is Succeeded`), true},
+		{"other 500", errors.New(`unable to upgrade connection: error dialing backend`), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := &fakeExecer{run: func(_ context.Context, _ string, cmd []string, stdin io.Reader, stdout, _ io.Writer) error {

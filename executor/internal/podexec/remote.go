@@ -103,7 +103,9 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 // RBAC set-ups only allow it (the kubelet's WebSocket exec needs only
 // nodes/proxy get). When both are refused the error carries both refusals.
 // It records in stats which protocol carried the session, and that SPDY
-// was refused and WebSocket worked, after which it skips SPDY.
+// was refused and WebSocket worked, after which it skips SPDY. A refusal
+// that says the container is not running (containerNotRunning) is the
+// server's answer, not the protocol's, and is not tried again over WebSocket.
 func newStreamExecutor(cfg *rest.Config, u *url.URL, stats *protocolStats) (remotecommand.Executor, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
@@ -148,6 +150,10 @@ func (f *spdyFirst) StreamWithContext(ctx context.Context, options remotecommand
 		return ws()
 	}
 	err := f.spdy.StreamWithContext(ctx, options)
+	if containerNotRunning(err) {
+		// The server answered: WebSocket would get the same answer.
+		return err
+	}
 	if !refusal(err) {
 		f.stats.spdy.Add(1)
 		return err

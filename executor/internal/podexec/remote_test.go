@@ -119,6 +119,9 @@ func TestSPDYRefusalSticks(t *testing.T) {
 		{name: "SPDY works", wantSPDY: 3, wantWS: 0},
 		{name: "SPDY refused, WebSocket works", spdyErr: refusedUpgrade, wantSPDY: 1, wantWS: 3, wantSticky: true},
 		{name: "WebSocket session fails after its upgrade", spdyErr: refusedUpgrade, wsErr: errors.New("stream reset"), wantSPDY: 1, wantWS: 3, wantSticky: true, wantFail: true},
+		{name: "container not running: the server's answer, not tried over WebSocket",
+			spdyErr:  &httpstream.UpgradeFailureError{Cause: &UpgradeRefusedError{StatusCode: http.StatusInternalServerError, Err: errors.New(`unable to upgrade connection: container not found ("main")`)}},
+			wantSPDY: 3, wantWS: 0, wantFail: true},
 		{name: "both refused", spdyErr: refusedUpgrade, wsErr: &httpstream.UpgradeFailureError{Cause: errors.New("403")}, wantSPDY: 3, wantWS: 3, wantFail: true},
 	}
 	for _, tt := range tests {

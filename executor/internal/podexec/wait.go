@@ -16,8 +16,10 @@ import (
 // once the kubelet reports it, 0.7-0.9 s after it happens. Beside it, for
 // each named container that the status shows running, an exec session into
 // the container (waitExit) ends within a second of the container's exit,
-// usually well before the status: when it is killed with the container, Wait
-// counts that instance of the container (its container ID) as exited. The
+// usually well before the status: when it is killed with the container, or
+// refused because the container is no longer running (a main of a few
+// milliseconds has exited before the session reaches it), Wait counts that
+// instance of the container (its container ID) as exited. The
 // fast path never supplies the exit code: GetExitCode waits for the status.
 // The fast path is skipped with Config.NoExecWait and in pods with
 // shareProcessNamespace or hostPID (there the exec'd shell outlives the

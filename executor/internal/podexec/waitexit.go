@@ -27,6 +27,11 @@ var waitExitCmd = []string{"sh", "-c", "read -r _"}
 // container's PID 1 exits. That is faster than the pod status, which the
 // kubelet updates 0.7-0.9 s after the exit.
 //
+// An exec that the server refuses because the container is no longer
+// running (containerNotRunning) is the same news, and the usual one for a
+// main that lives a few milliseconds: it has exited before the session
+// reaches it, and the status will say so 0.7-0.9 s later.
+//
 // nil means only "the container's processes appear to have died". It is not
 // the exit code and must never be used as one: confirm the exit with the
 // pod status before reading the exit code. Any other end of the session is
@@ -41,6 +46,10 @@ func (c *Engine) waitExit(ctx context.Context, container string) error {
 	err := c.cfg.Exec.Exec(ctx, container, waitExitCmd, stdin, nil, stderr)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: wait for container %q of pod %s to exit: %w", c.cfg.Backend, container, c.cfg.Pod, ctx.Err())
+	}
+	if containerNotRunning(err) {
+		c.cfg.Log.WithField("container", container).WithError(err).Debug("exec into the container refused: it is no longer running")
+		return nil
 	}
 	if code, ok := exitCode(err); ok && code >= 128 {
 		c.cfg.Log.WithField("container", container).WithField("code", code).Debug("exec session into the container was killed: its processes died")
