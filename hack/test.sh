@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Everything CI runs, in order: lint, unit tier, e2e tier on the real cluster.
+# Everything CI runs, in order: lint, unit tier, e2e tier on the real cluster, then the fault suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/verify.sh
 hack/unit.sh
 if [ -x hack/e2e.sh ]; then
   hack/e2e.sh
+  hack/e2e-faults.sh
 else
   echo "e2e tier: hack/e2e.sh not present yet; unit tier only" >&2
 fi
