@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
@@ -21,17 +25,34 @@ type PodReporter struct {
 	Client kubernetes.Interface
 	// Namespace and Name identify the pod.
 	Namespace, Name string
+	// Clock paces the retries of the report; nil means the real clock.
+	Clock clock.Clock
+	// Log says when a report call is retried; nil logs nothing.
+	Log *logrus.Entry
+}
+
+// retry is how the report's GET and patch are retried: from 0.5 s
+// doubling to 4 s, for as long as the report's context allows (the save
+// window, SaveTimeout), so that an API server restarting or an etcd stall
+// within it costs no outputs.
+func (r *PodReporter) retry() apiRetry {
+	return apiRetry{clock: r.Clock, first: 500 * time.Millisecond, maxDelay: 4 * time.Second, log: r.Log}
 }
 
 // Report patches the outputs annotation. Outputs that would push the pod's
 // annotations over the API server's 256 KiB budget are refused before the
-// request, with an error naming the biggest output.
+// request, with an error naming the biggest output. The GET and the patch
+// are retried while they fail for a reason that may pass, within ctx.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
 	b, err := json.Marshal(outputs)
 	if err != nil {
 		return fmt.Errorf("encode outputs: %w", err)
 	}
-	pod, err := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	var pod *corev1.Pod
+	err = r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to report outputs", func(ctx context.Context) (err error) {
+		pod, err = r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s to report outputs: %w", r.Namespace, r.Name, err)
 	}
@@ -50,7 +71,11 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 	if err != nil {
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
-	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+		_, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("patch outputs annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
 	}
 	return nil

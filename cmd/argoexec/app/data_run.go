@@ -31,7 +31,7 @@ func runData(ctx context.Context, o *DataOptions) error {
 	if err != nil {
 		return err
 	}
-	reporter, _, err := o.newReporter(restCfg)
+	reporter, _, err := o.newReporter(restCfg, o.Log)
 	if err != nil {
 		return err
 	}

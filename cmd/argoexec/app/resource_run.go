@@ -33,7 +33,7 @@ func runResource(ctx context.Context, o *ResourceOptions) error {
 	if err != nil {
 		return fmt.Errorf("create Kubernetes discovery client: %w", err)
 	}
-	reporter, _, err := o.newReporter(restCfg)
+	reporter, _, err := o.newReporter(restCfg, o.Log)
 	if err != nil {
 		return err
 	}

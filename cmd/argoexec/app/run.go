@@ -100,7 +100,7 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 		}
 		p.cfg.Repository, p.store = repo, store
 		if restCfg != nil {
-			if p.reporter, _, err = o.newReporter(restCfg); err != nil {
+			if p.reporter, _, err = o.newReporter(restCfg, log); err != nil {
 				return p, err
 			}
 		}
@@ -126,7 +126,7 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 	}
 	p.cfg.Protocol.Artifacts, p.store = locator, store
 	if restCfg != nil {
-		rep, tr, err := o.newReporter(restCfg)
+		rep, tr, err := o.newReporter(restCfg, log)
 		if err != nil {
 			return p, err
 		}
@@ -139,13 +139,14 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 
 // newReporter is how outputs are reported under o's protocol: the pod
 // annotation under ours; under Argo's a WorkflowTaskResult (the pod
-// annotation on 403), also returned as tr, which reports progress too.
-func (o *commonOptions) newReporter(restCfg *rest.Config) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
+// annotation on 403), also returned as tr, which reports progress too. log
+// says when a report call is retried.
+func (o *commonOptions) newReporter(restCfg *rest.Config, log *logrus.Entry) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create Kubernetes client: %w", err)
 	}
-	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name}
+	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name, Log: log}
 	if o.Protocol != protocolArgo {
 		return pod, nil, nil
 	}
