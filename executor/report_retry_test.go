@@ -68,7 +68,7 @@ func TestPodReporterRetries(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1", Clock: clk}
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "answer", Value: wf.AnyStringPtr("42")}}}
-			err, _ := stepWhileWaiting(clk, func() error { return r.Report(ctx, out) })
+			_, err := stepWhileWaiting(clk, func() error { return r.Report(ctx, out) })
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Report: %v, want error containing %q", err, tt.wantErr)
 			}

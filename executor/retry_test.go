@@ -3,8 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
-	"strings"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,15 +15,15 @@ import (
 )
 
 // stepWhileWaiting runs fn and, whenever it waits on clk, moves clk on by the
-// waiter's delay; it returns fn's error and the delays it waited.
-func stepWhileWaiting(clk *clocktesting.FakeClock, fn func() error) (error, []time.Duration) {
+// waiter's delay; it returns the delays fn waited and its error.
+func stepWhileWaiting(clk *clocktesting.FakeClock, fn func() error) ([]time.Duration, error) {
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
 	var waited []time.Duration
 	for {
 		select {
 		case err := <-done:
-			return err, waited
+			return waited, err
 		default:
 		}
 		if clk.HasWaiters() {
@@ -69,7 +69,7 @@ func TestAPIRetry(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 			calls := 0
 			r := apiRetry{clock: clk, first: 500 * time.Millisecond, maxDelay: 2 * time.Second, attempts: tt.attempts}
-			err, waits := stepWhileWaiting(clk, func() error {
+			waits, err := stepWhileWaiting(clk, func() error {
 				return r.do(context.Background(), "patch", func(context.Context) error {
 					calls++
 					if calls <= len(tt.errs) {
@@ -104,7 +104,7 @@ func TestAPIRetryContextEnds(t *testing.T) {
 	defer cancel()
 	calls := 0
 	r := apiRetry{clock: clk, first: time.Second, maxDelay: time.Second}
-	err, _ := stepWhileWaiting(clk, func() error {
+	_, err := stepWhileWaiting(clk, func() error {
 		return r.do(ctx, "patch", func(context.Context) error {
 			calls++
 			if calls == 2 {
