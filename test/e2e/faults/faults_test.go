@@ -35,17 +35,17 @@ const outage = 10 * time.Second
 // etcdStall is how long etcd stays paused once wait is reporting.
 const etcdStall = 8 * time.Second
 
-// kubeBackends run real pods on this testbed's kubelet.
-var kubeBackends = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet}
-
-// dockerSkip is why no case runs the docker backend.
-const dockerSkip = "not covered: the docker backend needs main on dockerd (TestDockerWorkflow builds such a step by hand, outside any kubelet), and this suite's steps are kubelet pods"
+// backends: k8sapi and kubelet run real pods on this testbed's kubelet; docker runs main and
+// wait on dockerd (dockerRun).
+var backends = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, wf.ExecutorDocker}
 
 // fault is one case: inject runs once every step's wait waits for main, and must release main
 // (step.release) and undo the fault; check judges each step and returns its outcome.
 type fault struct {
 	name   string
 	skip   map[string]string // backend -> why the fault does not apply
+	setup  func(ctx context.Context, t *testing.T, e *framework.StepEnv)
+	mutate func(ctx context.Context, t *testing.T, s *step, pod *corev1.Pod)
 	inject func(ctx context.Context, t *testing.T, tb testbed, steps []*step)
 	check  func(ctx context.Context, t *testing.T, s *step) string
 }
@@ -152,6 +152,7 @@ func faults() []fault {
 		},
 		{
 			name: "PodDeleted",
+			skip: map[string]string{wf.ExecutorDocker: "no kubelet runs the docker step's pod here: deleting the pod object stops no container"},
 			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
 				grace := int64(10)
 				for _, s := range steps {
@@ -184,8 +185,25 @@ func faults() []fault {
 			check: intact,
 		},
 		{
+			// it deletes the overlay's service account, and makes it again when it ends
+			name:   "ServiceAccountTokenRotated",
+			skip:   map[string]string{wf.ExecutorDocker: "no kubelet projects a token for the docker step: its wait uses a kubeconfig the test writes"},
+			setup:  grantRotated,
+			mutate: mountTokenDir,
+			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
+				for _, s := range steps {
+					s.tokens.rotate(ctx, t)
+				}
+				releaseAll(ctx, t, steps)
+			},
+			check: intact,
+		},
+		{
 			name: "WatchExpired410",
-			skip: map[string]string{wf.ExecutorKubelet: "the kubelet backend polls the kubelet's /pods: it holds no API watch to expire"},
+			skip: map[string]string{
+				wf.ExecutorKubelet: "the kubelet backend polls the kubelet's /pods: it holds no API watch to expire",
+				wf.ExecutorDocker:  "the docker backend waits with dockerd's ContainerWait: it holds no API watch to expire",
+			},
 			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
 				tb.kill(t, "apiserver")
 				rev := etcdCompact(ctx, t)
@@ -240,7 +258,7 @@ type row struct {
 func TestFaults(t *testing.T) {
 	tb := newTestbed()
 	envs := map[string]*framework.StepEnv{}
-	for _, b := range kubeBackends {
+	for _, b := range backends {
 		envs[b] = framework.NewStepEnv(t, b)
 	}
 	var mu sync.Mutex
@@ -264,14 +282,16 @@ func TestFaults(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			var steps []*step
-			for _, b := range kubeBackends {
+			for _, b := range backends {
 				if why, ok := fc.skip[b]; ok {
 					add(row{fc.name, b, "skipped: " + why, 0})
 					continue
 				}
-				steps = append(steps, newStep(ctx, t, envs[b], fmt.Sprintf("f%d-%s", i, b)))
+				if fc.setup != nil {
+					fc.setup(ctx, t, envs[b])
+				}
+				steps = append(steps, newStep(ctx, t, envs[b], fmt.Sprintf("f%d-%s", i, b), fc.mutate))
 			}
-			add(row{fc.name, wf.ExecutorDocker, "skipped: " + dockerSkip, 0})
 			for _, s := range steps {
 				if err := s.untilWaiting(ctx); err != nil {
 					t.Fatal(err)

@@ -48,6 +48,10 @@ type step struct {
 	data   []byte
 	pod    *corev1.Pod // as created
 	log    *os.File    // wait's log on the node, opened once it exists (read after the pod is gone)
+	tokens *tokenFile  // wait's service-account directory, when the case gives it one
+	// template is the step's template; docker runs it on dockerd instead of in a kubelet pod.
+	template *wf.Template
+	docker   *dockerRun
 }
 
 func randHex(t testing.TB, n int) string {
@@ -58,8 +62,9 @@ func randHex(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// newStep writes the step's inputs into a fresh host directory and creates its pod.
-func newStep(ctx context.Context, t *testing.T, e *framework.StepEnv, name string) *step {
+// newStep writes the step's inputs into a fresh host directory and creates its pod, changed
+// by mutate when it is not nil.
+func newStep(ctx context.Context, t *testing.T, e *framework.StepEnv, name string, mutate func(context.Context, *testing.T, *step, *corev1.Pod)) *step {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "argoexec-faults-")
 	if err != nil {
@@ -96,9 +101,17 @@ func newStep(ctx context.Context, t *testing.T, e *framework.StepEnv, name strin
 			Artifacts:  []wf.Artifact{{Name: "out", Path: "/work/out"}},
 		},
 	}
+	s.template = tmpl
+	if e.Backend == wf.ExecutorDocker {
+		newDockerStep(ctx, t, s)
+		return s
+	}
 	pod, err := podspec.Build(e.Config, tmpl, podspec.Meta{PodName: name, Namespace: e.F.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
 	if err != nil {
 		t.Fatalf("podspec.Build: %v", err)
+	}
+	if mutate != nil {
+		mutate(ctx, t, s, pod)
 	}
 	s.pod = e.F.CreatePod(ctx, pod)
 	t.Cleanup(func() {
@@ -132,6 +145,9 @@ func (s *step) exists(name string) bool {
 
 // waitLog is what wait has logged so far (read from the node's log file, so it needs no API).
 func (s *step) waitLog() string {
+	if s.docker != nil {
+		return s.docker.log()
+	}
 	if s.log == nil {
 		pattern := filepath.Join("/var/log/pods", s.e.F.Namespace+"_"+s.name+"_"+string(s.pod.UID), wf.WaitContainerName, "*.log")
 		m, _ := filepath.Glob(pattern)
@@ -175,6 +191,9 @@ func (s *step) untilMainDone(ctx context.Context) error {
 
 // finish waits (by watch, which resumes across API-server restarts) for the pod to end.
 func (s *step) finish(ctx context.Context) (*corev1.Pod, error) {
+	if s.docker != nil {
+		return s.docker.finish(ctx, s)
+	}
 	return s.e.F.WaitForPod(ctx, s.name, func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	})
