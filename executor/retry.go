@@ -13,8 +13,12 @@ import (
 
 // apiRetry is how the reporters retry one API call that failed for a reason
 // that may pass: the server busy, restarting or unreachable, or its storage
-// (etcd) stalled (see retriable); and one 401, after which client-go reads a
-// rotated service-account token again. It backs off exponentially from first
+// (etcd) stalled (see retriable); one 401, after which client-go reads a
+// rotated service-account token again; and, once the server could not be
+// reached, 401 and 403 too: a kube-apiserver that has just started answers
+// 403 until its RBAC caches are filled (seen here 3 s after it listened), so
+// a refusal right after an outage is the restart, not the grants. It backs
+// off exponentially from first
 // to at most maxDelay, stops after attempts tries (0: no limit), and never
 // waits past ctx, which must have a deadline when attempts is 0.
 type apiRetry struct {
@@ -33,17 +37,20 @@ func (r apiRetry) do(ctx context.Context, what string, fn func(context.Context) 
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	delay, saw401 := r.first, false
+	delay, saw401, sawDown := r.first, false, false
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
 			return nil
 		}
 		switch {
+		case sawDown && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)):
 		case apierrors.IsUnauthorized(err) && !saw401:
 			saw401 = true
 		case !retriable(err):
 			return err
+		case !isAPIStatus(err):
+			sawDown = true
 		}
 		if r.attempts > 0 && attempt >= r.attempts {
 			return fmt.Errorf("%w (attempt %d)", err, attempt)

@@ -61,6 +61,8 @@ func TestAPIRetry(t *testing.T) {
 			wantWaits: []time.Duration{500 * time.Millisecond}},
 		{name: "a second 401 is not", errs: []error{unauthorized, unauthorized}, wantCalls: 2, wantErr: "token rotated",
 			wantWaits: []time.Duration{500 * time.Millisecond}},
+		{name: "403 right after the server was unreachable is its restart: retried", errs: []error{refused, forbidden, forbidden, unauthorized, unauthorized}, wantCalls: 6,
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}},
 		{name: "attempts bound the tries", errs: []error{busy, busy, busy, busy}, attempts: 3, wantCalls: 3, wantErr: "(attempt 3)",
 			wantWaits: []time.Duration{500 * time.Millisecond, time.Second}},
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -228,7 +229,11 @@ func (s *step) checkIntact(ctx context.Context, t *testing.T, p *corev1.Pod) {
 		t.Errorf("parameters %+v, want answer = %q", o.Parameters, s.answer)
 	}
 	if o.Result == nil || *o.Result != s.result {
-		t.Errorf("result %v, want %q", o.Result, s.result)
+		got := "none"
+		if o.Result != nil {
+			got = fmt.Sprintf("%q", *o.Result)
+		}
+		t.Errorf("result %s, want %q", got, s.result)
 	}
 	if len(o.Artifacts) != 1 || o.Artifacts[0].S3 == nil {
 		t.Fatalf("artifacts %+v, want one in S3", o.Artifacts)
