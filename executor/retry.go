@@ -16,8 +16,9 @@ import (
 // (etcd) stalled (see retriable); one 401, after which client-go reads a
 // rotated service-account token again; and, once the server could not be
 // reached, 401 and 403 too: a kube-apiserver that has just started answers
-// 403 until its RBAC caches are filled (seen here 3 s after it listened), so
-// a refusal right after an outage is the restart, not the grants. It backs
+// 403 until its RBAC caches are filled (the fault suite's report got one at
+// its first try after a restart), so a refusal right after an outage is the
+// restart, not the grants. It backs
 // off exponentially from first
 // to at most maxDelay, stops after attempts tries (0: no limit), and never
 // waits past ctx, which must have a deadline when attempts is 0.
