@@ -309,7 +309,9 @@ func TestFaults(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			t.Logf("%s: every wait waits for main after %s", fc.name, time.Since(start).Round(100*time.Millisecond))
 			fc.inject(ctx, t, tb, steps)
+			t.Logf("%s: fault injected and undone after %s", fc.name, time.Since(start).Round(100*time.Millisecond))
 			for _, s := range steps {
 				t.Run(s.e.Backend, func(t *testing.T) {
 					var outcome string
