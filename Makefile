@@ -1,7 +1,7 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-argo
+.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-argo fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ demo: ## bring up the local cluster and run examples/ through every backend
 
 images: ## build the images and import them into containerd and dockerd
 	hack/images.sh
+
+fuzz: ## every Go fuzz target for FUZZTIME each (default 60s), then a table of executions per second
+	hack/fuzz.sh
 
 bench: ## go benchmarks of the unit tier
 	go test -run '^$$' -bench . -benchmem ./...

@@ -25,36 +25,40 @@ type PodReporter struct {
 	Client kubernetes.Interface
 	// Namespace and Name identify the pod.
 	Namespace, Name string
+	// Log says when the result is cut to fit and when a report call is
+	// retried; nil logs nothing.
+	Log *logrus.Entry
 	// Clock paces the retries of the report; nil means the real clock.
 	Clock clock.Clock
-	// Log says when a report call is retried; nil logs nothing.
-	Log *logrus.Entry
 }
+
+// podReportAttempts bounds the tries of each report call.
+const podReportAttempts = 12
 
 // retry is how the report's GET and patch are retried: from 0.5 s
 // doubling to 4 s, for as long as the report's context allows (the save
 // window, SaveTimeout), so that an API server restarting or an etcd stall
-// within it costs no outputs.
+// within it costs no outputs; at most podReportAttempts tries (about 40 s)
+// even under a context without a deadline.
 func (r *PodReporter) retry() apiRetry {
-	return apiRetry{clock: r.Clock, first: 500 * time.Millisecond, maxDelay: 4 * time.Second, log: r.Log}
+	return apiRetry{clock: r.Clock, first: 500 * time.Millisecond, maxDelay: 4 * time.Second, attempts: podReportAttempts, log: r.Log}
 }
 
-// Report patches the outputs annotation. Outputs that would push the pod's
-// annotations over the API server's 256 KiB budget are refused before the
-// request, with an error naming the biggest output. The GET and the patch
-// are retried while they fail for a reason that may pass, within ctx.
+// Report patches the outputs annotation. A script result is cut to what
+// the pod's 256 KiB annotation budget leaves after the other annotations
+// and outputs (FitResult: the tail is kept, and the cut is logged and
+// flagged in the outputs). Outputs that are over the budget even without a
+// result are refused before the request, with an error naming the biggest.
+// The GET and the patch are retried while they fail for a reason that may
+// pass (apiRetry), within ctx.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
-	b, err := json.Marshal(outputs)
-	if err != nil {
-		return fmt.Errorf("encode outputs: %w", err)
-	}
 	var pod *corev1.Pod
-	err = r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to report outputs", func(ctx context.Context) (err error) {
+	err := r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to report outputs", func(ctx context.Context) (err error) {
 		pod, err = r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s to report outputs: %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("get pod %s/%s to report outputs: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
 	used := 0
 	for k, v := range pod.Annotations {
@@ -63,6 +67,14 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		}
 	}
 	budget := wf.MaxAnnotationBytes - used - len(wf.AnnotationOutputs)
+	b, dropped, err := FitResult(outputs, budget)
+	if err != nil {
+		return err
+	}
+	if dropped > 0 && r.Log != nil {
+		r.Log.Warnf("the result keeps the last %d bytes of main's output (%d dropped in all) to fit the %d bytes left of pod %s/%s's annotation budget; write large output to a file and declare it as an output artifact",
+			len(*outputs.Result), outputs.ResultDroppedBytes, budget, r.Namespace, r.Name)
+	}
 	if err := CheckOutputsBudget(outputs, len(b), budget); err != nil {
 		return fmt.Errorf("report outputs on pod %s/%s: %w (the pod's other annotations use %d bytes, %d of them the template in %s)",
 			r.Namespace, r.Name, err, used, len(pod.Annotations[wf.AnnotationTemplate]), wf.AnnotationTemplate)
@@ -76,7 +88,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("patch outputs annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }
@@ -84,6 +96,12 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 // CheckOutputsBudget returns an error when size bytes of outputs JSON exceed
 // budget, naming the biggest outputs and suggesting an artifact.
 func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
+	return checkBudget(outputs, size, budget, fmt.Sprintf("the pod's %d-byte annotation budget", wf.MaxAnnotationBytes))
+}
+
+// checkBudget is CheckOutputsBudget for any budget; of names it ("the
+// pod's 262144-byte annotation budget").
+func checkBudget(outputs *wf.NodeOutputs, size, budget int, of string) error {
 	if size <= budget {
 		return nil
 	}
@@ -105,8 +123,8 @@ func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
 	if len(items) > 0 {
 		biggest = fmt.Sprintf("%s (%d bytes)", items[0].name, items[0].size)
 	}
-	return fmt.Errorf("outputs are %d bytes, over the %d bytes left of the pod's %d-byte annotation budget; the biggest is %s: write large values to a file and declare it as an output artifact",
-		size, budget, wf.MaxAnnotationBytes, biggest)
+	return fmt.Errorf("outputs are %d bytes, over the %d bytes left of %s; the biggest is %s: write large values to a file and declare it as an output artifact",
+		size, budget, of, biggest)
 }
 
 // ReportProgress patches the pod annotation workflows.argoproj.io/progress
@@ -118,7 +136,7 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
 	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch progress annotation on pod %s/%s (needs RBAC pods patch): %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func TestPodReporterRetries(t *testing.T) {
 	}{
 		{name: "API server restarting, then etcd slow: reported", getErrs: []error{refused, refused}, patchErr: []error{stalled, busy},
 			wantPatched: true, wantCalls: 6},
-		{name: "403 is an error at once", patchErr: []error{forbidden}, wantErr: "needs RBAC pods patch", wantCalls: 2},
+		{name: "403 is an error at once", patchErr: []error{forbidden}, wantErr: `RBAC verb "patch" on resource "pods"`, wantCalls: 2},
 		{name: "the report's context ends first", getErrs: []error{refused, refused, refused, refused}, cancelAfter: 2,
 			wantErr: "after 2 attempts", wantCalls: 2},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,88 @@ import (
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
+
+// TestPodReporterFitsTheResult: a result as long as MaxResultBytes (what
+// collectResult keeps of a 10 MiB output) is cut to what the annotation
+// budget leaves after the template and the parameters, keeping its tail,
+// and the report says how much was dropped in all; parameters over the
+// budget on their own are still the clear error.
+func TestPodReporterFitsTheResult(t *testing.T) {
+	const templateBytes = 10 * 1024
+	tail := "the answer is 42"
+	tests := []struct {
+		name        string
+		param       string
+		result      string
+		dropped     int64 // already dropped when collected
+		document    bool  // the result is a document (a data template's), not a log
+		wantErr     string
+		wantCut     bool
+		wantDropped func(kept int) int64
+	}{
+		{name: "a small result is whole", param: "p", result: "hello", wantDropped: func(int) int64 { return 0 }},
+		{name: "a 256 KiB tail is cut to the budget left, the tail kept", param: "p", result: strings.Repeat("x", wf.MaxFileBytes-len(tail)) + tail,
+			dropped: 10<<20 - wf.MaxFileBytes, wantCut: true,
+			wantDropped: func(kept int) int64 { return 10<<20 - int64(kept) }},
+		{name: "characters JSON escapes count at their encoded size", param: "p", result: strings.Repeat(`<\"`, wf.MaxFileBytes/3) + tail,
+			wantCut: true, wantDropped: func(kept int) int64 { return int64(wf.MaxFileBytes/3*3 + len(tail) - kept) }},
+		{name: "a cut never splits a character", param: "p", result: strings.Repeat("é", wf.MaxFileBytes/2) + tail,
+			wantCut: true, wantDropped: func(kept int) int64 { return int64(wf.MaxFileBytes/2*2 + len(tail) - kept) }},
+		{name: "a document is never cut: the clear error", param: "p", result: `["` + strings.Repeat("k", wf.MaxFileBytes) + `"]`, document: true,
+			wantErr: "the biggest is script result"},
+		{name: "parameters over the budget alone are the clear error", param: strings.Repeat("p", 250*1024), result: "r",
+			wantErr: "the biggest is output parameter big (256000 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
+				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
+			client := fake.NewClientset(pod)
+			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
+			res := tt.result
+			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.param)}}, Result: &res,
+				ResultTruncated: tt.dropped > 0, ResultDroppedBytes: tt.dropped, ResultIsLog: !tt.document}
+			err := r.Report(context.Background(), out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Report error %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Report: %v", err)
+			}
+			got, err := client.CoreV1().Pods("ns").Get(context.Background(), "wf-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for k, v := range got.Annotations {
+				total += len(k) + len(v)
+			}
+			if total > wf.MaxAnnotationBytes {
+				t.Errorf("annotations are %d bytes, over the API server's %d", total, wf.MaxAnnotationBytes)
+			}
+			var back wf.NodeOutputs
+			if err := json.Unmarshal([]byte(got.Annotations[wf.AnnotationOutputs]), &back); err != nil {
+				t.Fatal(err)
+			}
+			if back.Result == nil || !strings.HasSuffix(tt.result, *back.Result) || !strings.HasSuffix(*back.Result, tail) && tt.wantCut {
+				t.Fatalf("result is not a tail of main's output ending in %q", tail)
+			}
+			kept := len(*back.Result)
+			if back.ResultTruncated != tt.wantCut || back.ResultDroppedBytes != tt.wantDropped(kept) {
+				t.Errorf("truncated=%v dropped=%d, want %v and %d", back.ResultTruncated, back.ResultDroppedBytes, tt.wantCut, tt.wantDropped(kept))
+			}
+			if !utf8.ValidString(*back.Result) || strings.ContainsRune(*back.Result, utf8.RuneError) {
+				t.Error("the kept result has a broken character")
+			}
+			if tt.wantCut && wf.MaxAnnotationBytes-total > 16 {
+				t.Errorf("the cut left %d bytes of the budget unused: it must keep all that fits", wf.MaxAnnotationBytes-total)
+			}
+		})
+	}
+}
 
 // TestPodReporter: outputs land in the outputs annotation; outputs that fit
 // the 256 KiB budget alone but not beside the pod's template annotation are

@@ -56,12 +56,32 @@ type taskResultOutputs struct {
 	Result     *string        `json:"result,omitempty"`
 }
 
-// Report creates or patches the task result's outputs.
+// TaskResultOutputsBudget bounds the outputs of one WorkflowTaskResult: a
+// task result is one etcd object, whose request etcd refuses above 1.5 MiB
+// by default (--max-request-bytes), and this leaves room for its metadata
+// and the progress. No annotation budget applies to it: the result is the
+// last 256 KiB of main's output, as Argo keeps it.
+const TaskResultOutputsBudget = 1 << 20
+
+// Report creates or patches the task result's outputs. A result that would
+// push the outputs over TaskResultOutputsBudget is cut to its tail
+// (FitResult); outputs over it even without a result are refused, naming
+// the biggest. The fallback on 403 gets the outputs as collected and fits
+// them to its own budget.
 func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
-	o := taskResultOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result}
-	if len(o.Parameters) == 0 && len(o.Artifacts) == 0 && o.Result == nil {
+	if len(outputs.Parameters) == 0 && len(outputs.Artifacts) == 0 && outputs.Result == nil {
 		return nil
 	}
+	fit := wf.NodeOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result,
+		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog}
+	full, _, err := FitResult(&fit, TaskResultOutputsBudget)
+	if err != nil {
+		return err
+	}
+	if err := checkBudget(&fit, len(full), TaskResultOutputsBudget, fmt.Sprintf("a WorkflowTaskResult's %d-byte budget", TaskResultOutputsBudget)); err != nil {
+		return fmt.Errorf("report outputs in WorkflowTaskResult %s/%s: %w", r.Namespace, r.NodeID, err)
+	}
+	o := taskResultOutputs{Parameters: fit.Parameters, Artifacts: fit.Artifacts, Result: fit.Result}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return fmt.Errorf("encode outputs: %w", err)

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -121,6 +122,77 @@ func TestTaskResultReporter(t *testing.T) {
 			}
 			if o := got.GetOwnerReferences(); len(o) != 1 || o[0].Kind != "pods" || o[0].Name != "wf-1-123" || string(o[0].UID) != "uid-1" {
 				t.Errorf("ownerReferences = %v", o)
+			}
+		})
+	}
+}
+
+// TestTaskResultBudget: a task result has no annotation budget, so Argo's
+// 256 KiB result goes whole; beside parameters that leave it less than
+// TaskResultOutputsBudget it is cut to its tail, saying so; parameters over
+// the budget on their own are an error naming the biggest. On 403 the
+// fallback gets the outputs as collected (and fits them to its own budget).
+func TestTaskResultBudget(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowtaskresults"}
+	result := strings.Repeat("x", wf.MaxFileBytes-2) + "42"
+	tests := []struct {
+		name       string
+		params     int // bytes of parameters
+		forbidden  bool
+		wantKept   int // bytes of the result in the task result; -1: not written
+		wantErr    string
+		wantIntact bool // the fallback got the whole result
+	}{
+		{name: "Argo's 256 KiB result fits whole", params: 1, wantKept: len(result)},
+		{name: "cut to what the parameters leave", params: executor.TaskResultOutputsBudget - 100*1024, wantKept: -2},
+		{name: "parameters over the budget alone", params: executor.TaskResultOutputsBudget + 1, wantKept: -1, wantErr: "the biggest is output parameter p"},
+		{name: "forbidden: the fallback gets it as collected", params: executor.TaskResultOutputsBudget - 100*1024, forbidden: true, wantKept: -1, wantIntact: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{gvr: "WorkflowTaskResultList"})
+			if tt.forbidden {
+				client.PrependReactor("create", "workflowtaskresults", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(gvr.GroupResource(), "wf-1-123", nil)
+				})
+			}
+			fallback := &recordingReporter{}
+			r := &executor.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1", PodName: "p", PodUID: "u", Fallback: fallback}
+			res := result
+			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(strings.Repeat("p", tt.params))}}, Result: &res, ResultIsLog: true}
+			err := r.Report(context.Background(), out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "WorkflowTaskResult's") {
+					t.Fatalf("Report = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Report: %v", err)
+			}
+			if tt.wantIntact && (fallback.got == nil || *fallback.got.Result != result || fallback.got.ResultTruncated) {
+				t.Errorf("the fallback did not get the result as collected")
+			}
+			if *out.Result != result {
+				t.Errorf("Report changed the caller's outputs")
+			}
+			if tt.wantKept == -1 {
+				return
+			}
+			got, err := client.Resource(gvr).Namespace("ns").Get(context.Background(), "wf-1-123", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _, _ := unstructured.NestedString(got.Object, "outputs", "result")
+			b, _ := json.Marshal(got.Object["outputs"])
+			switch {
+			case !strings.HasSuffix(result, v) || !strings.HasSuffix(v, "42"):
+				t.Errorf("the task result's result is not the tail of main's output")
+			case tt.wantKept >= 0 && len(v) != tt.wantKept:
+				t.Errorf("result keeps %d bytes, want %d", len(v), tt.wantKept)
+			case tt.wantKept == -2 && (len(v) == len(result) || len(b) > executor.TaskResultOutputsBudget || len(b) < executor.TaskResultOutputsBudget-64):
+				t.Errorf("result keeps %d of %d bytes; outputs are %d bytes: want a cut to fill the %d-byte budget", len(v), len(result), len(b), executor.TaskResultOutputsBudget)
 			}
 		})
 	}

@@ -226,6 +226,7 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 		{name: "long output keeps the last bytes (the answer is printed last)", tmpl: scriptTemplate(),
 			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 93) + "answer"), wantTruncated: true},
 		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true},
+		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true},
 		{name: "a container template has no result by default", tmpl: &wf.Template{Container: &corev1.Container{}}, log: "x", max: 100},
 		{name: "the protocol asks for a container's stdout (Argo)", tmpl: &wf.Template{Container: &corev1.Container{}},
 			protocol: executor.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},

@@ -19,7 +19,7 @@
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
 #                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
 #                               argoexec and our argoexec:dev in the same run, compared)
-# ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (20m).
+# ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
 # ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone; on exit
 # (the run may have stopped components) it runs `cluster.sh up` and `argo.sh up` under the lock.
 # ARGOEXEC_E2E_TAGS (default e2e) and ARGOEXEC_E2E_PKGS (default ./test/e2e/...) choose what runs:
@@ -91,7 +91,7 @@ eval "$("$HACK_DIR/argo.sh" env)"
 
 rc=0
 read -ra e2e_pkgs <<<"${ARGOEXEC_E2E_PKGS:-./test/e2e/...}"
-go test -tags "${ARGOEXEC_E2E_TAGS:-e2e}" -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-20m}" "$@" "${e2e_pkgs[@]}" || rc=$?
+go test -tags "${ARGOEXEC_E2E_TAGS:-e2e}" -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-45m}" "$@" "${e2e_pkgs[@]}" || rc=$?
 if [ "${E2E_IMAGE_FAILED:-0}" = 1 ]; then
   log "e2e: argoexec:dev failed to build (see above)"; [ $rc = 0 ] && rc=1
 fi

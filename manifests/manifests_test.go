@@ -95,9 +95,9 @@ func TestOverlays(t *testing.T) {
 		roleGrants []string
 		nodesProxy bool
 	}{
-		{overlay: "k8sapi", roleGrants: []string{"pods/exec:create", "pods/exec:get", "pods/log:get", "pods:get", "pods:patch", "pods:watch"}},
-		{overlay: "kubelet", roleGrants: []string{"pods:get", "pods:patch", "pods:watch"}, nodesProxy: true},
-		{overlay: "docker", roleGrants: []string{"pods:get", "pods:patch", "pods:watch"}},
+		{overlay: "k8sapi", roleGrants: []string{"pods/exec:create", "pods/log:get", "pods:get", "pods:patch", "pods:watch"}},
+		{overlay: "kubelet", roleGrants: []string{"pods:get", "pods:patch"}, nodesProxy: true},
+		{overlay: "docker", roleGrants: []string{"pods:get", "pods:patch"}},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			o := render(t, tc.overlay)
@@ -126,8 +126,8 @@ func checkNodesProxy(t *testing.T, o *objects, want bool, ns string) {
 		}
 		return
 	}
-	if len(o.clusterRoles) != 1 || !slices.Equal(grants(o.clusterRoles[0].Rules), []string{"nodes/proxy:create", "nodes/proxy:get"}) {
-		t.Fatalf("ClusterRoles = %+v, want one granting nodes/proxy get and create", o.clusterRoles)
+	if len(o.clusterRoles) != 1 || !slices.Equal(grants(o.clusterRoles[0].Rules), []string{"nodes/pods:get", "nodes/proxy:create", "nodes/proxy:get"}) {
+		t.Fatalf("ClusterRoles = %+v, want one granting nodes/pods get and nodes/proxy get and create", o.clusterRoles)
 	}
 	if len(o.clusterRoleBindings) != 1 {
 		t.Fatalf("ClusterRoleBindings = %+v", o.clusterRoleBindings)

@@ -8,9 +8,10 @@
 //
 //	pods       get, watch  status, exit codes, container names; Wait's watch
 //	pods/log   get         GetOutputStream
-//	pods/exec  create, get files (tar), Kill (sh's kill builtin), Wait's fast path;
-//	                       create for SPDY; the WebSocket fallback (where a proxy
-//	                       cannot carry SPDY) needs get and, on v1.37, create too
+//	pods/exec  create      files (tar), Kill (sh's kill builtin), Wait's fast path,
+//	                       over SPDY; the WebSocket fallback (where a proxy cannot
+//	                       carry SPDY) needs get and, on v1.37, create too: add get
+//	                       there (manifests/base/role.yaml does not grant it)
 //
 // Files, copies, Wait, GetExitCode, ListContainerNames and Kill are the
 // shared exec engine's (executor/internal/podexec); this package gives it
@@ -166,10 +167,16 @@ type execer struct {
 // Exec implements podexec.Execer.
 func (x execer) Exec(ctx context.Context, container string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	err := x.next.Exec(ctx, container, cmd, stdin, stdout, stderr)
+	if x.e.remote != nil && x.e.remote.FellBack() {
+		x.e.log.Warnf("k8sapi: exec over SPDY was refused, so exec sessions go over WebSocket from now on "+
+			"(measured here at half the bytes per second of SPDY); where nothing between this pod and the API server "+
+			"refuses SPDY, %s lacks RBAC verb \"create\" on resource \"pods/exec\" in namespace %s: grant it, as manifests/overlays/k8sapi does",
+			x.e.whoAmI(ctx), x.e.cfg.Namespace)
+	}
 	if err == nil || !podexec.IsForbidden(err) {
 		return err
 	}
-	return fmt.Errorf("%w; missing permission: %s needs \"create\" on \"pods/exec\" (and \"get\" as well for the WebSocket fallback) in namespace %s (manifests/overlays/k8sapi grants both)",
+	return fmt.Errorf("%w; missing permission: %s needs \"create\" on \"pods/exec\" in namespace %s (exec over SPDY; manifests/overlays/k8sapi grants it; where a proxy refuses SPDY, the WebSocket fallback needs \"get\" as well)",
 		err, x.e.whoAmI(ctx), x.e.cfg.Namespace)
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/executor"
@@ -243,6 +244,15 @@ func TestExecWebSocketWhenSPDYRefused(t *testing.T) {
 	if entries := readTgz(t, dest); entries["out"] != "42\n" || len(entries) != 1 {
 		t.Errorf("archive entries = %v, want out=42", entries)
 	}
+	var told []string
+	for _, e := range env.hook.AllEntries() {
+		if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "WebSocket") {
+			told = append(told, e.Message)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0], `lacks RBAC verb "create" on resource nodes/proxy`) || !strings.Contains(told[0], testSA) {
+		t.Errorf("warnings about WebSocket = %q, want one naming nodes/proxy create and %s", told, testSA)
+	}
 }
 
 func readTgz(t *testing.T, p string) map[string]string {
@@ -279,7 +289,7 @@ func TestExecRefused(t *testing.T) {
 		want     []string
 	}{
 		{name: "no nodes/proxy at all", spdy: 403, ws: 403, code: 403,
-			want: []string{"403", "service account " + testSA, `verb "get"`, "nodes/proxy", `"create"`, `"main"`, "/tmp/out"}},
+			want: []string{"403", "service account " + testSA, `verb "get" on resource nodes/proxy`, `"create"`, `"main"`, "/tmp/out", "authorises /exec as nodes/proxy only"}},
 		{name: "token refused", spdy: 401, ws: 401, code: 401,
 			want: []string{"401", "token", "service account " + testSA}},
 	}

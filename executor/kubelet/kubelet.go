@@ -2,12 +2,14 @@
 // containers of its pod through the HTTPS API of the kubelet on its own node
 // (https://$ARGO_KUBELET_HOST:$ARGO_KUBELET_PORT, port 10250 by default),
 // authenticated with the pod's service-account token and authorised by the
-// kubelet's webhook against RBAC nodes/proxy.
+// kubelet's webhook against RBAC on the node's subresources.
 //
-// What it uses on the kubelet:
+// What it uses on the kubelet, and the grant each needs:
 //
-//	GET  /pods                          pod status (the whole node's list, decoded as a stream)
-//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined)
+//	GET  /pods                          pod status (the whole node's list, decoded as a stream):
+//	                                    nodes/pods get, or else nodes/proxy get (fine-grained kubelet
+//	                                    authorization, GA in 1.36; older kubelets: nodes/proxy get alone)
+//	GET  /containerLogs/{ns}/{pod}/{c}  GetOutputStream (stream=Stdout without combined): nodes/proxy get
 //	POST /exec/{ns}/{pod}/{c} (SPDY)    files, kill, and Wait's fast path: needs nodes/proxy create
 //	GET  /exec/{ns}/{pod}/{c} (WebSocket) the same where SPDY is refused: needs nodes/proxy get
 //
@@ -45,6 +47,11 @@ const (
 	DefaultPollInitial = 100 * time.Millisecond
 	// DefaultPollMax is the longest /pods poll interval of Wait.
 	DefaultPollMax = time.Second
+	// DefaultPollTimeout bounds one /pods read: a kubelet answers in well
+	// under a second, so a read that takes longer is stuck (a stalled
+	// connection, an overloaded kubelet) and is abandoned and retried on a
+	// new connection rather than holding up Wait.
+	DefaultPollTimeout = 5 * time.Second
 )
 
 // Config says where the kubelet is and how to trust and authenticate to it.
@@ -71,6 +78,10 @@ type Config struct {
 	PollInitial time.Duration
 	// PollMax bounds the interval as it backs off; 0 means 1s.
 	PollMax time.Duration
+	// PollTimeout bounds one /pods read, after which it is retried (within
+	// the poll's bounded retries) on a new connection; 0 means
+	// DefaultPollTimeout (5 s).
+	PollTimeout time.Duration
 	// ExitConfirmTimeout bounds how long GetExitCode waits for the status to
 	// confirm an exit that Wait's exec fast path saw; 0 means
 	// podexec.DefaultExitConfirmTimeout (10 s).
@@ -99,6 +110,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.PollMax == 0 {
 		cfg.PollMax = DefaultPollMax
+	}
+	if cfg.PollTimeout == 0 {
+		cfg.PollTimeout = DefaultPollTimeout
 	}
 	return cfg
 }
@@ -199,8 +213,8 @@ func (e *Executor) newEngine(clk clock.Clock) *podexec.Engine {
 func (e *Executor) ExecSessions() (spdy, websocket int) { return e.remote.Sessions() }
 
 // get sends GET path?query to the kubelet and returns the response when it
-// is 200 OK. Any other status is a *StatusError; verb is the nodes/proxy verb
-// the request needs, for the 403 hint.
+// is 200 OK. Any other status is a *StatusError, whose 403 hint names the
+// grant that path needs.
 func (e *Executor) get(ctx context.Context, path string, query url.Values) (*http.Response, error) {
 	u := e.cfg.baseURL() + path
 	if len(query) > 0 {
@@ -215,7 +229,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		return nil, e.mapTransportError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, e.statusError(resp, "get")
+		return nil, e.statusError(resp, "get", path)
 	}
 	return resp, nil
 }

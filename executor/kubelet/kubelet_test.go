@@ -354,8 +354,12 @@ func TestStatusErrors(t *testing.T) {
 	}{
 		{"401", serveStatus(401, "Unauthorized"), 401,
 			[]string{"401 Unauthorized", "token", "service account " + testSA, "list pods"}, ""},
-		{"403", serveStatus(403, "Forbidden (user="+testSA+", verb=get, resource=nodes, subresource(s)=[proxy])"), 403,
-			[]string{"403 Forbidden", "service account " + testSA, `verb "get"`, "nodes/proxy", "manifests/overlays/kubelet"}, ""},
+		{"403 from a kubelet with fine-grained authorization", serveStatus(403, "Forbidden (user="+testSA+", verb=get, resource=nodes, subresource(s)=[pods proxy])"), 403,
+			[]string{"403 Forbidden", "service account " + testSA, `verb "get" on resource nodes/pods`, "granting nodes/pods get", "manifests/overlays/kubelet"}, "grant nodes/proxy"},
+		{"403 from an older kubelet: nodes/pods does not help", serveStatus(403, "Forbidden (user="+testSA+", verb=get, resource=nodes, subresource(s)=[proxy])"), 403,
+			[]string{"403 Forbidden", "service account " + testSA, `verb "get" on resource nodes/proxy`, "older than Kubernetes 1.33", "KubeletFineGrainedAuthz", "grant nodes/proxy get"}, "granting nodes/pods"},
+		{"403 that names no subresource", serveStatus(403, "Forbidden"), 403,
+			[]string{"403 Forbidden", "service account " + testSA, `verb "get" on resource nodes/pods`, "or nodes/proxy (older kubelets", "grant nodes/pods get"}, ""},
 		{"500 with a long body", serveStatus(500, "internal trouble: "+long), 500,
 			[]string{"500 Internal Server Error", "internal trouble: xxx", "(truncated)"}, long},
 		{"503", serveStatus(503, "busy"), 503, []string{"503", "busy"}, ""},
@@ -382,6 +386,22 @@ func TestStatusErrors(t *testing.T) {
 				t.Errorf("error holds the whole %d-byte body", len(tt.notWant))
 			}
 		})
+	}
+}
+
+// TestLogsForbidden: /containerLogs is authorised as nodes/proxy alone, even
+// on a kubelet with fine-grained authorization, so its 403 names nodes/proxy
+// get, never nodes/pods.
+func TestLogsForbidden(t *testing.T) {
+	env := newEnv(t)
+	env.f.logs = serveStatus(403, "Forbidden (user="+testSA+", verb=get, resource=nodes, subresource(s)=[proxy])")
+	x := env.executor(t)
+	_, err := x.GetOutputStream(ctxT(t), "main", true)
+	t.Logf("error: %v", err)
+	wantContains(t, err, "403", "service account "+testSA, `verb "get" on resource nodes/proxy`,
+		"granting nodes/proxy get", "authorises /containerLogs as nodes/proxy only")
+	if err != nil && strings.Contains(err.Error(), "nodes/pods") {
+		t.Errorf("error %v names nodes/pods, which does not open /containerLogs", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,7 @@ func (p *podPoller) Follow(ctx context.Context, from *corev1.Pod, opts podexec.F
 // doubling up to maxInterval, at most maxPollFailures times in all.
 func (p *podPoller) poll(ctx context.Context, interval, maxInterval time.Duration) (*corev1.Pod, error) {
 	for failures := 1; ; failures++ {
-		pod, err := p.e.getPod(ctx)
+		pod, err := p.read(ctx)
 		switch {
 		case err == nil:
 			return pod, nil
@@ -104,6 +105,39 @@ func (p *podPoller) poll(ctx context.Context, interval, maxInterval time.Duratio
 		}
 		interval = min(2*interval, maxInterval)
 	}
+}
+
+// errPollTimeout is the cause of a /pods read cut at Config.PollTimeout.
+var errPollTimeout = errors.New("no answer within the poll timeout")
+
+// read is one /pods read (getPod), cut when it takes longer than
+// Config.PollTimeout on the poller's clock: a stuck read (a stalled
+// connection, an overloaded kubelet) would otherwise hold up a Wait whose
+// container has long exited. A cut read is retryable, and the idle
+// connections are closed so that the retry dials a new one (an HTTP/2
+// connection outlives a cancelled stream).
+func (p *podPoller) read(ctx context.Context) (*corev1.Pod, error) {
+	readCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := p.clock.NewTimer(p.e.cfg.PollTimeout)
+	defer timer.Stop()
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Go(func() {
+		select {
+		case <-timer.C():
+			cancel(errPollTimeout)
+		case <-done:
+		}
+	})
+	pod, err := p.e.getPod(readCtx)
+	close(done)
+	wg.Wait()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(readCtx), errPollTimeout) {
+		p.e.client.CloseIdleConnections()
+		return nil, fmt.Errorf("list pods on %s: %w (%v): abandoned, to be retried on a new connection", p.e.cfg.addr(), errPollTimeout, p.e.cfg.PollTimeout)
+	}
+	return pod, err
 }
 
 // sleep waits d on the poller's clock, or until ctx ends.
@@ -150,7 +184,7 @@ func retryable(err error) bool {
 	if errors.As(err, &te) {
 		return false
 	}
-	if errors.Is(err, ErrPodNotFound) {
+	if errors.Is(err, ErrPodNotFound) || errors.Is(err, errPollTimeout) {
 		return true
 	}
 	var ne net.Error
@@ -168,7 +202,7 @@ var ErrPodNotFound = errors.New("pod not found on the kubelet")
 // the matching item is decoded into a Pod, so memory stays bounded by the
 // largest single pod, not the list.
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
-	resp, err := e.get(ctx, "/pods", nil)
+	resp, err := e.get(ctx, podsPath, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list pods on %s: %w", e.cfg.addr(), err)
 	}

@@ -337,3 +337,51 @@ func TestWaitKubeletDown(t *testing.T) {
 		t.Errorf("retried with intervals %v; want %d polls backing off to %v", got, maxPollFailures, DefaultPollMax)
 	}
 }
+
+// TestWaitStalledPollIsBounded: a /pods read that gets no answer (a stalled
+// connection, as the testbed's pod network once did for 10-80 s) is cut at
+// PollTimeout on the poller's clock and retried, so Wait ends with the next
+// read that shows main terminated instead of hanging on the first.
+func TestWaitStalledPollIsBounded(t *testing.T) {
+	env := newEnv(t)
+	env.cfg.NoExecWait = true
+	stalled := make(chan struct{})
+	var mu sync.Mutex
+	polls := 0
+	env.f.setPods(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		polls++
+		n := polls
+		mu.Unlock()
+		switch n {
+		case 1: // Wait's first read: main runs
+			servePods(pod(map[string]corev1.ContainerState{"main": running()}, "main"))(w, r)
+		case 2: // the kubelet never answers this one
+			close(stalled)
+			<-r.Context().Done()
+		default:
+			servePods(pod(map[string]corev1.ContainerState{"main": terminated(0)}, "main"))(w, r)
+		}
+	})
+	clk := newStepClock(false)
+	x := withClock(env.executor(t), clk)
+	done := make(chan error, 1)
+	go func() { done <- x.Wait(ctxT(t), []string{"main"}) }()
+	<-stalled
+	// The read's timer is the only one of PollTimeout on the clock that
+	// never fires by itself: step it.
+	for start := time.Now(); !clk.never.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no timer is pending on the stalled /pods read: nothing bounds it")
+		}
+	}
+	clk.never.Step(DefaultPollTimeout)
+	if err := <-done; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if polls != 3 {
+		t.Errorf("polled /pods %d times, want 3: the stalled read cut and retried once", polls)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -222,16 +223,17 @@ func (e *Executor) mapTransportError(err error) error {
 }
 
 // statusError reads (a bounded part of) resp's body and closes it, and
-// returns the StatusError for it. verb is the nodes/proxy verb the request
-// needed, for the 403 hint.
-func (e *Executor) statusError(resp *http.Response, verb string) error {
+// returns the StatusError for it. verb is the RBAC verb the request needed
+// and path the kubelet path it went to, for the 403 hint.
+func (e *Executor) statusError(resp *http.Response, verb, path string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return e.newStatusError(resp.StatusCode, resp.Status, body, verb)
+	return e.newStatusError(resp.StatusCode, resp.Status, body, verb, path)
 }
 
-// newStatusError builds the StatusError for code, with its hint.
-func (e *Executor) newStatusError(code int, status string, body []byte, verb string) *StatusError {
+// newStatusError builds the StatusError for code, with its hint; verb and
+// path are as for statusError.
+func (e *Executor) newStatusError(code int, status string, body []byte, verb, path string) *StatusError {
 	if status == "" {
 		status = fmt.Sprintf("%d %s", code, http.StatusText(code))
 	}
@@ -242,11 +244,66 @@ func (e *Executor) newStatusError(code int, status string, body []byte, verb str
 			"(is the token expired, or is the kubelet's webhook authentication off?)",
 			e.cfg.TokenFile, e.serviceAccount())
 	case http.StatusForbidden:
-		se.Hint = fmt.Sprintf("%s lacks RBAC verb %q on resource nodes/proxy "+
-			"(bind it to a ClusterRole granting nodes/proxy %s, as manifests/overlays/kubelet does)",
-			e.serviceAccount(), verb, verb)
+		se.Hint = forbiddenHint(e.serviceAccount(), verb, path, body)
 	}
 	return se
+}
+
+// podsPath is the kubelet path that lists the node's pods.
+const podsPath = "/pods"
+
+// forbiddenHint says which RBAC grant a kubelet refused to who, and what to
+// grant. The kubelet authorises a request as verb on one or more node
+// subresources and accepts the first one allowed (KEP-2862, fine-grained
+// kubelet authorization: beta and on by default in Kubernetes 1.33, GA in
+// 1.36): /pods as nodes/pods, then nodes/proxy; every other path this backend
+// uses (/exec, /containerLogs) as nodes/proxy alone. Its 403 body lists the
+// subresources it tried ("subresource(s)=[pods proxy]"), which tells a
+// kubelet that knows nodes/pods from an older one (or one with the feature
+// gate KubeletFineGrainedAuthz off) that only knows nodes/proxy.
+func forbiddenHint(who, verb, path string, body []byte) string {
+	if head, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok {
+		path = "/" + head // /exec/{ns}/{pod}/{c} -> /exec
+	}
+	proxy := fmt.Sprintf("%s lacks RBAC verb %q on resource nodes/proxy "+
+		"(bind it to a ClusterRole granting nodes/proxy %s, as manifests/overlays/kubelet does; "+
+		"the kubelet authorises %s as nodes/proxy only, which opens /exec on every pod of the node)",
+		who, verb, verb, path)
+	if path != podsPath {
+		return proxy
+	}
+	subs, known := kubeletSubresources(body)
+	switch {
+	case known && slices.Contains(subs, "pods"):
+		return fmt.Sprintf("%s lacks RBAC verb %q on resource nodes/pods "+
+			"(bind it to a ClusterRole granting nodes/pods %s, as manifests/overlays/kubelet does; "+
+			"this kubelet authorises /pods as nodes/pods, or as nodes/proxy, which also opens /exec on every pod of the node)",
+			who, verb, verb)
+	case known:
+		return fmt.Sprintf("%s lacks RBAC verb %q on resource nodes/proxy: this kubelet authorises /pods as nodes/proxy alone "+
+			"(it is older than Kubernetes 1.33, or runs with the feature gate KubeletFineGrainedAuthz off), so nodes/pods does not help here; "+
+			"grant nodes/proxy %s (node-wide: it also opens /exec on every pod of the node)",
+			who, verb, verb)
+	}
+	return fmt.Sprintf("%s lacks RBAC verb %q on resource nodes/pods (kubelets of Kubernetes 1.33 and later) "+
+		"or nodes/proxy (older kubelets, which authorise /pods as nodes/proxy alone): grant nodes/pods %s, "+
+		"as manifests/overlays/kubelet does, and on older kubelets nodes/proxy %s",
+		who, verb, verb, verb)
+}
+
+// kubeletSubresources returns the node subresources a kubelet's 403 body
+// says it tried ("Forbidden (user=..., verb=get, resource=nodes,
+// subresource(s)=[pods proxy])"), and whether the body said.
+func kubeletSubresources(body []byte) ([]string, bool) {
+	_, rest, ok := bytes.Cut(body, []byte("subresource(s)=["))
+	if !ok {
+		return nil, false
+	}
+	list, _, ok := bytes.Cut(rest, []byte("]"))
+	if !ok {
+		return nil, false
+	}
+	return strings.Fields(string(list)), true
 }
 
 // serviceAccount names the identity of the token, from its (unverified) JWT

@@ -9,12 +9,14 @@
 // be relative and must not climb out of the root once cleaned ("../x",
 // "a/../../x", "/etc/x" are refused); a symbolic link's target, resolved
 // against the directory that holds the link, must stay inside the root (so an
-// absolute target is refused); a hard link's target, which tar records
-// relative to the root, must too. Sparse files are refused: a few stored
-// bytes can claim gigabytes once expanded. Extract also refuses to write beneath a
-// symbolic link, whether planted earlier in the same archive or already on
-// disk, and does all its writing through an os.Root, so the kernel-level
-// lookup cannot leave destDir either.
+// absolute target is refused) and must not climb with ".." after a name
+// ("x/.." is the root's parent on disk when "x" is a link to "."); a hard
+// link's target, which tar records relative to the root, must stay inside
+// too. Sparse files are refused: a few stored bytes can claim gigabytes once
+// expanded. Extract also refuses to write beneath a symbolic link, whether
+// planted earlier in the same archive or already on disk, and does all its
+// writing through an os.Root, so the kernel-level lookup cannot leave
+// destDir either.
 package archive
 
 import (
@@ -64,6 +66,9 @@ func CheckHeader(hdr *tar.Header) error {
 		if escapes(path.Join(path.Dir(name), hdr.Linkname)) {
 			return unsafeEntry(hdr.Name, fmt.Sprintf("symbolic link to %q points outside the archive", hdr.Linkname))
 		}
+		if climbsAfterName(hdr.Linkname) {
+			return unsafeEntry(hdr.Name, fmt.Sprintf("symbolic link to %q climbs with \"..\" after a name, and on disk \"..\" climbs from wherever that name leads (another link in the archive may lead out of it); write the target as %q", hdr.Linkname, path.Clean(hdr.Linkname)))
+		}
 	case tar.TypeLink:
 		if _, err := cleanName(hdr.Linkname); err != nil {
 			return unsafeEntry(hdr.Name, fmt.Sprintf("hard link to %q: %v", hdr.Linkname, err))
@@ -103,6 +108,28 @@ func cleanName(name string) (string, error) {
 		return "", errors.New("path climbs out of the archive with \"..\"")
 	}
 	return clean, nil
+}
+
+// climbsAfterName reports whether a link target has a ".." after a name
+// ("x/..", "a/../b"). Cleaning such a target lexically is not what the
+// kernel does: it resolves "x" first, and if "x" is itself a link (to "."
+// say), "x/.." is the parent of the root. A target of leading ".."s and
+// then names only climbs from the real directory that holds the link, so
+// the lexical check is the physical one.
+func climbsAfterName(target string) bool {
+	named := false
+	for part := range strings.SplitSeq(target, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if named {
+				return true
+			}
+		default:
+			named = true
+		}
+	}
+	return false
 }
 
 // escapes reports whether a cleaned relative path leaves its root.

@@ -103,7 +103,8 @@ func TestBadInput(t *testing.T) {
 		{"executor pull policy", "executor:\n  imagePullPolicy: Sometimes\n", []string{`executor.imagePullPolicy: unknown policy "Sometimes"`}},
 		{"executor reserved env", "executor:\n  env: [{name: FOO, value: x}, {name: ARGO_POD_NAME, value: x}]\n", []string{"executor.env[1].name: ARGO_POD_NAME is reserved"}},
 		{"executor volume mounts", "executor:\n  volumeMounts: [{name: x, mountPath: /x}]\n", []string{"executor.volumeMounts: not supported"}},
-		{"executor bad quantity", "executor:\n  resources: {limits: {memory: lots}}\n", []string{"executor: quantities must match"}},
+		{"executor bad quantity", "executor:\n  resources: {limits: {memory: lots}}\n",
+			[]string{`executor.resources.limits.memory: "lots" is not a quantity; want a quantity, such as 500m, 2 or 128Mi`}},
 		{"s3 without bucket", "artifactRepository:\n  s3: {endpoint: minio:9000}\n", []string{"artifactRepository.s3.bucket: must be set"}},
 		{"s3 without endpoint", "artifactRepository:\n  s3: {bucket: b}\n", []string{"artifactRepository.s3.endpoint: must be set"}},
 		{"s3 endpoint with scheme", "artifactRepository:\n  s3: {bucket: b, endpoint: 'http://minio:9000'}\n", []string{"artifactRepository.s3.endpoint:", "without a scheme"}},
@@ -132,6 +133,52 @@ func TestBadInput(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestErrorsInTheUsersTerms: a value of the wrong kind is reported by its
+// key's path, what was given and what is wanted, never as Go's decoder
+// says it ("cannot unmarshal string into Go struct field"), in both
+// layouts; executor.image "" is refused rather than silently defaulted.
+func TestErrorsInTheUsersTerms(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		legacy string            // the config key's YAML
+		perKey map[string]string // the same in Argo's per-key layout
+		want   string
+	}{
+		{name: "quoted port", legacy: "kubeletPort: \"10250\"\n", perKey: map[string]string{"kubeletPort": `"10250"`},
+			want: `kubeletPort: "10250" is a string; want a whole number: write kubeletPort: 10250, without quotes`},
+		{name: "port in words", legacy: "kubeletPort: ten\n", perKey: map[string]string{"kubeletPort": "ten"},
+			want: `kubeletPort: "ten" is a string; want a whole number`},
+		{name: "fractional port", legacy: "kubeletPort: 1.5\n", perKey: map[string]string{"kubeletPort": "1.5"},
+			want: `kubeletPort: 1.5 is a number; want a whole number`},
+		{name: "quoted boolean", legacy: "kubeletInsecure: \"true\"\n", perKey: map[string]string{"kubeletInsecure": `"true"`},
+			want: `kubeletInsecure: "true" is a string; want true or false: write kubeletInsecure: true, without quotes`},
+		{name: "boolean in words", legacy: "kubeletInsecure: maybe\n", perKey: map[string]string{"kubeletInsecure": "maybe"},
+			want: `kubeletInsecure: "maybe" is a string; want true or false`},
+		{name: "a map for a list", legacy: "containerRuntimeExecutors: {name: docker}\n", perKey: map[string]string{"containerRuntimeExecutors": "name: docker\n"},
+			want: `containerRuntimeExecutors: {"name":"docker"} is a map; want a list`},
+		{name: "nested, in a list", legacy: "containerRuntimeExecutors:\n- name: [docker]\n", perKey: map[string]string{"containerRuntimeExecutors": "- name: [docker]\n"},
+			want: `containerRuntimeExecutors[0].name: ["docker"] is a list; want a string`},
+		{name: "nested in the executor's inlined container", legacy: "executor:\n  imagePullPolicy: 3\n", perKey: map[string]string{"executor": "imagePullPolicy: 3\n"},
+			want: `executor.imagePullPolicy: 3 is a number; want a string`},
+		{name: "deep in the repository", legacy: "artifactRepository:\n  s3: {bucket: 5, endpoint: e}\n", perKey: map[string]string{"artifactRepository": "s3: {bucket: 5, endpoint: e}\n"},
+			want: `artifactRepository.s3.bucket: 5 is a number; want a string`},
+		{name: "empty executor image", legacy: "executor:\n  image: \"\"\n", perKey: map[string]string{"executor": "image: \"\"\n"},
+			want: `executor.image: empty: name the argoexec image (such as argoexec:dev), or leave the key out for that default`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for layout, data := range map[string]map[string]string{"config key": {ConfigKey: tc.legacy}, "per-key": tc.perKey} {
+				_, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: data})
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s layout: error %v\nwant it to contain %q", layout, err, tc.want)
+				}
+				if err != nil && strings.Contains(err.Error(), "Go struct") {
+					t.Errorf("%s layout: error %v speaks Go", layout, err)
 				}
 			}
 		})

@@ -37,7 +37,7 @@ func ourKeys() []KeyDoc {
 		{"sidecarMode", workflow.SidecarModeNative, "native: user sidecars are init containers with restartPolicy Always, stopped by the kubelet (Kubernetes >= 1.29); legacy: plain containers that wait kills."},
 		{"dockerSockPath", workflow.DefaultDockerSockPath, "Docker Engine socket on the node, mounted read-only into wait only (docker backend)."},
 		{"executor", "", "Container spec of the init and wait containers (argoexec); the pod builder sets its name, volumeMounts and ARGO_* env."},
-		{"executor.image", DefaultExecutorImage, "argoexec image for init and wait."},
+		{"executor.image", DefaultExecutorImage, "argoexec image for init and wait; leave the key out for the default (an empty image is an error)."},
 		{"executor.imagePullPolicy", "", "Pull policy of the argoexec image: Always, IfNotPresent or Never (empty: the Kubernetes default)."},
 		{"executor.command", "argoexec", "Path of the argoexec binary in the image; init or wait is appended."},
 		{"executor.args", "", "Extra arguments appended to `argoexec init|wait`, e.g. --loglevel=debug."},

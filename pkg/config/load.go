@@ -121,6 +121,12 @@ func fromKeys(keys map[string]json.RawMessage) (*Config, error) {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 	if err := workflow.DecodeStrict(js, c); err != nil {
+		if explained := explainKeys(ours); explained != nil {
+			err = explained
+		}
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	if err := checkExplicitEmpty(ours); err != nil {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 	c.SetDefaults()
@@ -128,6 +134,34 @@ func fromKeys(keys map[string]json.RawMessage) (*Config, error) {
 		return nil, fmt.Errorf("validate config: %w", err)
 	}
 	return c, nil
+}
+
+// explainKeys explains, key by key, the values of the wrong kind in keys
+// (explainKey); nil when it finds none.
+func explainKeys(keys map[string]json.RawMessage) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if f, ok := jsonField(reflect.TypeFor[Config](), k); ok {
+			if err := explainKey(k, keys[k], f.Type); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkExplicitEmpty refuses executor.image set to "": SetDefaults would
+// silently replace it with DefaultExecutorImage, which is what leaving the
+// key out means.
+func checkExplicitEmpty(keys map[string]json.RawMessage) error {
+	var exec map[string]json.RawMessage
+	if js, ok := keys["executor"]; !ok || json.Unmarshal(js, &exec) != nil {
+		return nil
+	}
+	if img, ok := exec["image"]; ok && (string(img) == `""` || string(img) == "null") {
+		return fmt.Errorf("executor.image: empty: name the argoexec image (such as %s), or leave the key out for that default", DefaultExecutorImage)
+	}
+	return nil
 }
 
 // configKeys are the top-level keys of Config, by their JSON names.

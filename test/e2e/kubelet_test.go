@@ -7,8 +7,8 @@
 // x509 text for a wrong CA; and the figures of issue 5 (CopyFile of 256 MiB against
 // `kubectl cp` in the same run, Wait latency from main's own clock, the cost of one /pods poll).
 //
-// manifests/overlays/kubelet does not exist yet, so kubeletRules below is the ClusterRole it
-// is to hold; the tests create it.
+// The service account holds the rules of manifests/overlays/kubelet's ClusterRole, read from
+// the overlay (kubeletRules), so these tests exercise what the manifests grant.
 package e2e
 
 import (
@@ -44,11 +44,26 @@ import (
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
 
-// kubeletRules is the ClusterRole the kubelet backend needs: the kubelet authorises every
-// path it uses (/pods, /containerLogs, /exec) as the node's "proxy" subresource; GET needs
-// get (WebSocket exec included), POST create (SPDY exec, the faster).
-var kubeletRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get", "create"}},
+// kubeletRules returns the rules of manifests/overlays/kubelet's ClusterRole, one per
+// resource: the node-level grants a workflow pod's service account holds on the kubelet
+// backend (the namespaced Role's pod rules are not needed to call the kubelet).
+func kubeletRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	index := map[string]int{}
+	for _, g := range overlayGrants(t, "kubelet") {
+		if g.Kind != "ClusterRole" {
+			continue
+		}
+		i, ok := index[g.Resource]
+		if !ok {
+			i = len(rules)
+			index[g.Resource] = i
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{g.Resource}})
+		}
+		rules[i].Verbs = append(rules[i].Verbs, g.Verb)
+	}
+	return rules
 }
 
 // kubeletToken creates a service account in the test's namespace, binds it to a ClusterRole
@@ -118,14 +133,14 @@ func kubeletStartPod(t testing.TB, f *framework.Framework, pod *corev1.Pod) {
 }
 
 // TestKubeletConformance runs the conformance suite against a real pod through the real
-// kubelet, as a service account holding only kubeletRules, with the kubelet's serving
+// kubelet, as a service account holding only the overlay's ClusterRole (kubeletRules), with the kubelet's serving
 // certificate verified against the cluster CA.
 func TestKubeletConformance(t *testing.T) {
 	executortest.RunConformance(t, executortest.Env{
 		Backend: "kubelet",
 		Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
 			f := framework.New(t)
-			token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
+			token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
 			pod := scriptPod(f, "conformance", cs)
 			kubeletStartPod(t, f, pod)
 			x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
@@ -213,7 +228,7 @@ func kubeletWantStatus(t *testing.T, err error, code int, words ...string) {
 func TestKubeletTLS(t *testing.T) {
 	f := framework.New(t)
 	ctx := f.Context()
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
+	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
 	pod := scriptPod(f, "tls", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
 	kubeletStartPod(t, f, pod)
 
@@ -287,7 +302,7 @@ func TestKubeletCopyThroughput(t *testing.T) {
 	}
 	const size = 256 << 20
 	f := framework.New(t)
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
+	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
 	pod := scriptPod(f, "copy", []executortest.Container{{Name: "main",
 		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
 	kubeletStartPod(t, f, pod)
@@ -322,7 +337,7 @@ func TestKubeletWaitLatency(t *testing.T) {
 		t.Skip("starts 20 pods; not with -short")
 	}
 	f := framework.New(t)
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
+	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
 	var samples []waitSample
 	for i := range 20 {
 		pod := scriptPod(f, fmt.Sprintf("wait-%d", i), waitLatencyPod)
@@ -351,7 +366,7 @@ func TestKubeletPodsPollCost(t *testing.T) {
 	const want, polls = 30, 50
 	f := framework.New(t)
 	ctx := f.Context()
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules)
+	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
 	all, err := f.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + f.Env.NodeName})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -47,6 +49,56 @@ func TestWriteTerminationMessage(t *testing.T) {
 				}
 			case got != tt.want:
 				t.Errorf("message = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEveryFailureReachesTheTerminationMessage: whatever command fails,
+// and whether it fails in its flow or before it starts (environment,
+// flags), the error that Run returns is what the container's termination
+// message says, so the controller and `kubectl describe` show it.
+func TestEveryFailureReachesTheTerminationMessage(t *testing.T) {
+	boom := errors.New("input artifact \"in\": entry out/root links to / outside the artifact")
+	r := runners{
+		init:     func(context.Context, *InitOptions) error { return boom },
+		wait:     func(context.Context, *WaitOptions) error { return boom },
+		resource: func(context.Context, *ResourceOptions) error { return boom },
+		data:     func(context.Context, *DataOptions) error { return boom },
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{name: "init's flow", args: []string{"init"}, env: baseEnv(), want: boom.Error()},
+		{name: "wait's flow", args: []string{"wait"}, env: baseEnv(), want: boom.Error()},
+		{name: "resource's flow", args: []string{"resource", "create"}, env: argoResourceEnv(), want: boom.Error()},
+		{name: "data's flow", args: []string{"data", "{}"}, env: baseEnv(), want: boom.Error()},
+		{name: "init outside a workflow pod, before the flow", args: []string{"init"}, env: nil, want: "ARGO_POD_NAME is not set"},
+		{name: "a bad flag, before the flow", args: []string{"init", "--loglevel", "loud"}, env: baseEnv(), want: "loud"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "termination-log")
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ns := filepath.Join(t.TempDir(), "namespace")
+			if err := os.WriteFile(ns, []byte("ns1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := run(context.Background(), tt.args, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(tt.env), TerminationLog: p, NamespaceFile: ns}, r)
+			if err == nil {
+				t.Fatal("run succeeded")
+			}
+			b, rerr := os.ReadFile(p)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if string(b) != err.Error() || !strings.Contains(string(b), tt.want) {
+				t.Errorf("termination message %q; want the error %q, which contains %q", b, err, tt.want)
 			}
 		})
 	}

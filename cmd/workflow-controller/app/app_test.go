@@ -159,10 +159,21 @@ func TestRenderErrors(t *testing.T) {
 			}
 		})
 	}
-	var stderr bytes.Buffer
-	err := Run(context.Background(), []string{"render", "--template", filepath.Join(examples, "script-result.yaml"), "--configmap", writeFile(t, "bad.yaml", "kubeletPort: 70000\n")}, IO{Out: &bytes.Buffer{}, Err: &stderr})
-	if err == nil || !strings.Contains(err.Error(), "kubeletPort: 70000 is not a port") {
-		t.Errorf("bad ConfigMap: error = %v", err)
+	for _, tc := range []struct{ name, cm, want string }{
+		{"bad value", "kubeletPort: 70000\n", "kubeletPort: 70000 is not a port"},
+		{"quoted port, config key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap, namespace: argo}\ndata:\n  config: |\n    kubeletPort: \"10250\"\n",
+			`ConfigMap argo/workflow-controller-configmap key config: parse config: kubeletPort: "10250" is a string; want a whole number: write kubeletPort: 10250, without quotes`},
+		{"quoted port, Argo's per-key layout", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap, namespace: argo}\ndata:\n  kubeletPort: '\"10250\"'\n",
+			`ConfigMap argo/workflow-controller-configmap (per-key layout): parse config: kubeletPort: "10250" is a string; want a whole number`},
+		{"empty executor image", "executor: {image: \"\"}\n", "executor.image: empty"},
+	} {
+		t.Run("ConfigMap "+tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := Run(context.Background(), []string{"render", "--template", filepath.Join(examples, "script-result.yaml"), "--configmap", writeFile(t, "bad.yaml", tc.cm)}, IO{Out: &bytes.Buffer{}, Err: &stderr})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("bad ConfigMap: error = %v, stderr %q; want both to contain %q", err, stderr.String(), tc.want)
+			}
+		})
 	}
 }
 
@@ -265,6 +276,76 @@ func TestRunFailed(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Pods("ns1").Get(context.Background(), "step-1", metav1.GetOptions{}); err != nil {
 		t.Errorf("pod not kept without --rm: %v", err)
+	}
+}
+
+// TestRunFailedContainer: `run` names the container that failed (init,
+// main, wait or a sidecar) with how it ended, its termination message and
+// its log, and says of containers that never started that they did not,
+// instead of printing their empty logs.
+func TestRunFailedContainer(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	terminated := func(code int32, reason, msg string) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg}}
+	}
+	initializing := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	tests := []struct {
+		name         string
+		initStatuses []corev1.ContainerStatus
+		statuses     []corev1.ContainerStatus
+		wantErr      string
+		want         []string
+		wantNot      []string
+	}{
+		{name: "init refused an input",
+			initStatuses: []corev1.ContainerStatus{{Name: "init", State: terminated(1, "Error", "input artifact \"in\": entry out/root links to / outside the artifact\nmore")}},
+			statuses:     []corev1.ContainerStatus{{Name: "main", State: initializing}, {Name: "wait", State: initializing}},
+			wantErr:      `failed: init exited 1 (Error): input artifact "in": entry out/root links to / outside the artifact`,
+			want: []string{"--- init (init container) failed: exited 1 (Error) ---", "message:\n  input artifact \"in\": entry out/root links to / outside the artifact\n  more",
+				"--- init log (last 20 lines) ---", "--- main: never started (PodInitializing): no log ---", "--- wait: never started (PodInitializing): no log ---"},
+			wantNot: []string{"--- main log", "--- wait log"}},
+		{name: "wait failed to report",
+			statuses: []corev1.ContainerStatus{{Name: "main", State: terminated(0, "Completed", "")}, {Name: "wait", State: terminated(1, "Error", "report outputs: over budget")}},
+			wantErr:  "failed: wait exited 1 (Error): report outputs: over budget",
+			want:     []string{"--- wait (wait) failed: exited 1 (Error) ---", "  report outputs: over budget", "--- wait log", "--- main log"}},
+		{name: "a sidecar's image cannot be pulled",
+			initStatuses: []corev1.ContainerStatus{{Name: "db", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "pull access denied"}}}},
+			statuses:     []corev1.ContainerStatus{{Name: "main", State: initializing}, {Name: "wait", State: initializing}},
+			wantErr:      "failed: db never started (ErrImagePull): pull access denied",
+			want:         []string{"--- db (sidecar) failed: never started (ErrImagePull) ---", "  pull access denied"},
+			wantNot:      []string{"--- db log"}},
+		{name: "a sidecar stopped at the end is no failure",
+			initStatuses: []corev1.ContainerStatus{{Name: "db", State: terminated(137, "Error", "")}},
+			statuses:     []corev1.ContainerStatus{{Name: "main", State: terminated(2, "Error", "")}, {Name: "wait", State: terminated(0, "Completed", "")}},
+			wantErr:      "failed: main exited 2 (Error)",
+			want:         []string{"--- main (main) failed"},
+			wantNot:      []string{"db"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: "db", RestartPolicy: &always})
+				pod.Status.Phase = corev1.PodFailed
+				pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = tt.initStatuses, tt.statuses
+				return false, nil, nil
+			})
+			out, err := runWithFake(t, client, "name", "step-1")
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }
 

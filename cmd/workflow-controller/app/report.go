@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -76,7 +78,7 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 	if o.Result != nil {
 		r := cell(*o.Result)
 		if o.ResultTruncated {
-			r += " (truncated)"
+			r += fmt.Sprintf(" (truncated: the first %d bytes of main's output dropped)", o.ResultDroppedBytes)
 		}
 		fmt.Fprintf(tw, "  result\t\t%s\n", r)
 	}
@@ -87,14 +89,18 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 }
 
 // cell makes a value fit one table cell: quoted if it has line breaks or
-// tabs, cut if long.
+// tabs, cut if long (on a character boundary, never inside one).
 func cell(v string) string {
 	v = strings.TrimSuffix(v, "\n")
 	if strings.ContainsAny(v, "\n\t") {
 		v = strconv.Quote(v)
 	}
 	if len(v) > maxValueWidth {
-		return fmt.Sprintf("%s... (%d bytes)", v[:maxValueWidth], len(v))
+		cut := maxValueWidth
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%s... (%d bytes)", v[:cut], len(v))
 	}
 	return v
 }
@@ -129,35 +135,150 @@ func span(from, to time.Time) string {
 	return to.Sub(from).Round(time.Millisecond).String()
 }
 
-// failureReason is the pod's reason, else main's, else wait's.
+// containerEnd is how one container of a finished pod ended, as `run`
+// reports it.
+type containerEnd struct {
+	// name is the container's; kind says which it is: init container,
+	// sidecar, main or wait.
+	name, kind string
+	// started says it ran (its log exists); failed that it made the step fail.
+	started, failed bool
+	// state says how it ended ("exited 1 (Error)", "never started
+	// (PodInitializing)"); message is its termination or waiting message.
+	state, message string
+}
+
+// containerEnds lists the pod's containers in the order they run (init
+// containers and native sidecars, then main, wait and the other sidecars),
+// each with how it ended. A container that exited non-zero failed, except
+// a sidecar stopped by a signal at the end of the pod (exit 137 or 143); so
+// did one the kubelet could not start (an image pull or configuration
+// error), while one still waiting for an earlier container never started.
+func containerEnds(pod *corev1.Pod) []containerEnd {
+	sidecar := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecar[c.Name] = true
+		}
+	}
+	var ends []containerEnd
+	add := func(cs corev1.ContainerStatus, kind string) {
+		if sidecar[cs.Name] {
+			kind = "sidecar"
+		}
+		e := containerEnd{name: cs.Name, kind: kind}
+		switch st := cs.State; {
+		case st.Terminated != nil:
+			t := st.Terminated
+			e.started, e.message = true, strings.TrimSpace(t.Message)
+			e.state = fmt.Sprintf("exited %d (%s)", t.ExitCode, t.Reason)
+			e.failed = t.ExitCode != 0 && !(kind == "sidecar" && (t.ExitCode == 137 || t.ExitCode == 143))
+		case st.Waiting != nil:
+			w := st.Waiting
+			e.state, e.message = fmt.Sprintf("never started (%s)", w.Reason), strings.TrimSpace(w.Message)
+			e.failed = w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating"
+			e.started = cs.RestartCount > 0
+		case st.Running != nil:
+			e.started, e.state = true, "still running"
+		default: // not known: its log may tell
+			e.started, e.state = true, "no state reported"
+		}
+		ends = append(ends, e)
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		add(cs, "init container")
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		kind := "sidecar"
+		if cs.Name == workflow.MainContainerName || cs.Name == workflow.WaitContainerName {
+			kind = cs.Name
+		}
+		add(cs, kind)
+	}
+	for _, name := range []string{workflow.MainContainerName, workflow.WaitContainerName} {
+		if !slices.ContainsFunc(ends, func(e containerEnd) bool { return e.name == name }) {
+			add(corev1.ContainerStatus{Name: name}, name)
+		}
+	}
+	return ends
+}
+
+// failureReason is the pod's reason, else every failed container's name,
+// how it ended and its message (init, main, wait or a sidecar).
 func failureReason(pod *corev1.Pod) string {
 	if pod.Status.Reason != "" || pod.Status.Message != "" {
 		return strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
 	}
 	var parts []string
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			parts = append(parts, fmt.Sprintf("%s exited %d (%s)", cs.Name, t.ExitCode, strings.TrimSpace(t.Reason+" "+t.Message)))
+	for _, e := range containerEnds(pod) {
+		if !e.failed {
+			continue
 		}
+		part := e.name + " " + e.state
+		if e.message != "" {
+			part += ": " + firstLine(e.message)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }
 
-// printLogTail prints the last lines of main's and wait's logs; wait's log
-// says why outputs could not be collected.
-func printLogTail(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, lines int64, out io.Writer) {
-	for _, name := range []string{workflow.MainContainerName, workflow.WaitContainerName} {
-		fmt.Fprintf(out, "--- %s log (last %d lines) ---\n", name, lines)
-		rc, err := client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: name, TailLines: &lines}).Stream(ctx)
-		if err != nil {
-			fmt.Fprintf(out, "(could not read the log: %v)\n", err)
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// printFailure prints, for every container that failed, how it ended, its
+// termination message and the tail of its log, then the log tails of main
+// and wait if they ran (wait's log says why outputs could not be
+// collected); a container that never started is one line saying so, not
+// an empty log.
+func printFailure(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, lines int64, out io.Writer) {
+	ends := containerEnds(pod)
+	printed := map[string]bool{}
+	for _, e := range ends {
+		if !e.failed {
 			continue
 		}
-		_, err = io.Copy(out, rc)
-		rc.Close()
-		if err != nil {
-			fmt.Fprintf(out, "\n(log cut: %v)\n", err)
+		fmt.Fprintf(out, "--- %s (%s) failed: %s ---\n", e.name, e.kind, e.state)
+		if e.message != "" {
+			fmt.Fprintf(out, "message:\n%s\n", indent(e.message))
+		} else {
+			fmt.Fprintln(out, "message: (none)")
 		}
-		fmt.Fprintln(out)
+		if e.started {
+			printLog(ctx, client, pod, e.name, lines, out)
+		}
+		printed[e.name] = true
 	}
+	for _, e := range ends {
+		if printed[e.name] || (e.name != workflow.MainContainerName && e.name != workflow.WaitContainerName) {
+			continue
+		}
+		if !e.started {
+			fmt.Fprintf(out, "--- %s: %s: no log ---\n", e.name, e.state)
+			continue
+		}
+		printLog(ctx, client, pod, e.name, lines, out)
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// printLog prints the last lines of one container's log.
+func printLog(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, name string, lines int64, out io.Writer) {
+	fmt.Fprintf(out, "--- %s log (last %d lines) ---\n", name, lines)
+	rc, err := client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: name, TailLines: &lines}).Stream(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "(could not read the log: %v)\n", err)
+		return
+	}
+	_, err = io.Copy(out, rc)
+	rc.Close()
+	if err != nil {
+		fmt.Fprintf(out, "\n(log cut: %v)\n", err)
+	}
+	fmt.Fprintln(out)
 }

@@ -33,7 +33,8 @@ type RunOptions struct {
 	Timeout time.Duration
 	// Delete removes the pod once it has finished.
 	Delete bool
-	// LogTail is how many lines of main's log to print on failure.
+	// LogTail is how many lines of each log to print on failure: the
+	// failed container's (init, main, wait or a sidecar), main's and wait's.
 	LogTail int64
 
 	// NewClient connects to the cluster; tests replace it with a fake.
@@ -47,7 +48,7 @@ func (o *RunOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", defaultTimeout, "give up when the pod has not finished after this long")
 	cmd.Flags().BoolVar(&o.Delete, "rm", false, "delete the pod once it has finished")
-	cmd.Flags().Int64Var(&o.LogTail, "log-tail", 20, "lines of main's log to print when the pod fails")
+	cmd.Flags().Int64Var(&o.LogTail, "log-tail", 20, "lines of each log (the failed container's, main's, wait's) to print when the pod fails")
 }
 
 // Complete parses the render flags and fills in the cluster client and clock.
@@ -74,7 +75,7 @@ func (o *RunOptions) Validate() error {
 
 // Run renders the pod, creates it, watches it until it Succeeded or
 // Failed, and prints the phase, the outputs, the timings and, on failure,
-// the tail of main's log.
+// the containers that failed with their messages and log tails.
 func (o *RunOptions) Run(ctx context.Context, out io.Writer, log *logrus.Entry) error {
 	if err := o.Render.load(log); err != nil {
 		return err
@@ -133,13 +134,13 @@ func (o *RunOptions) runPod(ctx context.Context, client kubernetes.Interface, po
 	return res, watchPod(ctx, client, res, o.Now, log)
 }
 
-// finish prints main's log tail on failure, deletes the pod if asked, and
+// finish prints on failure the containers that failed (printFailure), deletes the pod if asked, and
 // turns the phase into the command's error.
 func (o *RunOptions) finish(ctx context.Context, client kubernetes.Interface, res *result, out io.Writer, log *logrus.Entry) error {
 	pod := res.pod
 	var err error
 	if pod.Status.Phase == corev1.PodFailed {
-		printLogTail(ctx, client, pod, o.LogTail, out)
+		printFailure(ctx, client, pod, o.LogTail, out)
 		err = &PodFailedError{Pod: pod.Namespace + "/" + pod.Name, Reason: failureReason(pod)}
 	}
 	if o.Delete {

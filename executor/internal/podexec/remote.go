@@ -52,6 +52,16 @@ type protocolStats struct {
 	refused atomic.Bool
 	// spdy and ws count the sessions each protocol carried (upgraded).
 	spdy, ws atomic.Int64
+	// told is set once FellBack has reported the fall back.
+	told atomic.Bool
+}
+
+// FellBack reports, on the first call after SPDY was refused and WebSocket
+// carried a session, true, and false ever after: the backend then says once
+// which grant would give SPDY back (a refused SPDY upgrade is most often a
+// missing RBAC verb: create, where WebSocket needs get).
+func (r *RemoteExecer) FellBack() bool {
+	return r.stats.refused.Load() && !r.stats.told.Swap(true)
 }
 
 // Sessions says how many exec sessions SPDY and WebSocket have carried, so

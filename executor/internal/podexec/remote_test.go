@@ -136,6 +136,12 @@ func TestSPDYRefusalSticks(t *testing.T) {
 				t.Errorf("SPDY sessions %d, WebSocket %d, sticky %v; want %d, %d, %v",
 					spdyX.n, wsX.n, stats.refused.Load(), tt.wantSPDY, tt.wantWS, tt.wantSticky)
 			}
+			// FellBack says so once, and only where WebSocket took over.
+			r := &RemoteExecer{}
+			r.stats.refused.Store(stats.refused.Load())
+			if first, second := r.FellBack(), r.FellBack(); first != tt.wantSticky || second {
+				t.Errorf("FellBack = %v, then %v; want %v, then false", first, second, tt.wantSticky)
+			}
 		})
 	}
 }

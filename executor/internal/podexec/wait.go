@@ -41,10 +41,13 @@ func (e *Engine) Wait(ctx context.Context, containerNames []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", e.cfg.Backend, op, err)
 	}
+	log := e.cfg.Log.WithField("containers", containerNames)
 	if r.byExec {
 		e.endedByExec.Add(1)
+		log.WithField("endedBy", "exec").Info("wait ended: the exec session into each container died with it (the status is not waited for)")
 	} else {
 		e.endedByStatus.Add(1)
+		log.WithField("endedBy", "status").Info("wait ended: the pod status shows each container terminated")
 	}
 	return nil
 }
@@ -175,7 +178,12 @@ func (e *Engine) until(ctx context.Context, pod *corev1.Pod, names []string, o u
 		case r := <-exits:
 			log := e.cfg.Log.WithField("container", r.container)
 			if r.err != nil {
-				log.WithError(r.err).Debug("exec fast path unavailable, relying on the pod status")
+				if IsForbidden(r.err) {
+					// Not silent: Wait still works, later, and the error names the grant.
+					log.WithError(r.err).Warn("exec fast path refused, relying on the pod status (main's exit is seen up to a poll or watch event later)")
+				} else {
+					log.WithError(r.err).Debug("exec fast path unavailable, relying on the pod status")
+				}
 				continue
 			}
 			log.Debug("exec session ended with the container: counting it as exited")

@@ -461,8 +461,17 @@ type NodeOutputs struct {
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Result is a script's standard output.
 	Result *string `json:"result,omitempty"`
-	// ResultTruncated says Result was cut to the result size limit.
+	// ResultTruncated says Result is the tail of main's output, cut to the
+	// result size limit or to what the report's budget left after the
+	// other outputs.
 	ResultTruncated bool `json:"resultTruncated,omitempty"`
+	// ResultDroppedBytes is how many bytes of main's output were dropped
+	// from the head of Result when it was cut.
+	ResultDroppedBytes int64 `json:"resultDroppedBytes,omitempty"`
+	// ResultIsLog says Result is the tail of main's output, which a
+	// reporter may cut further to fit its budget; a result that is a
+	// document (a data template's JSON) is never cut. It is not reported.
+	ResultIsLog bool `json:"-"`
 	// ExitCode is main's exit code.
 	ExitCode *int `json:"exitCode,omitempty"`
 }
