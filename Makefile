@@ -1,7 +1,7 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-argo fuzz
+.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,7 +33,10 @@ images: ## build the images and import them into containerd and dockerd
 fuzz: ## every Go fuzz target for FUZZTIME each (default 60s), then a table of executions per second
 	hack/fuzz.sh
 
-bench: ## go benchmarks of the unit tier
+bench: ## the side-by-side report against Argo's argoexec: rewrites BENCHMARKS.md's generated block and docs/bench/*.svg (hack/bench.sh)
+	hack/bench.sh
+
+bench-unit: ## go benchmarks of the unit tier
 	go test -run '^$$' -bench . -benchmem ./...
 
 bench-argo: ## Argo v3.3.8 figures (BENCHMARKS.md): anchor step, 7 runs per executor image and backend

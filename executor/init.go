@@ -8,18 +8,25 @@ import (
 	"time"
 )
 
-// Init is `argoexec init`: it stages a script template's source where main
-// runs it and loads the input artifacts where the pod builder mounts them into
-// main. Every step runs; the error joins every failure.
+// Init is `argoexec init`: it loads the input artifacts where the pod
+// builder mounts them into main and, where the protocol says so
+// (Protocol.StageScript), stages a script template's source where main runs
+// it. Every step runs; the error joins every failure.
 func (we *WorkflowExecutor) Init(ctx context.Context) error {
 	var errs stepErrors
 	start := time.Now()
-	if we.cfg.Template.Script != nil {
+	if we.cfg.Template.Script != nil && we.cfg.Protocol.StageScript {
 		errs.add("stage script", we.stageScript())
 	}
 	errs.add("load input artifacts", we.loadInputArtifacts(ctx))
-	we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond)).Info("init finished")
-	return errs.err()
+	err := errs.err()
+	done := we.log.WithField("elapsed", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		done.Info("init failed") // the caller logs the error and writes the termination message
+		return err
+	}
+	done.Info("init finished")
+	return nil
 }
 
 // stageScript writes the script's source to the staging directory on the

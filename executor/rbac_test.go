@@ -43,7 +43,7 @@ func TestPodReporterForbidden(t *testing.T) {
 			client.PrependReactor(tt.verb, "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tt.err
 			})
-			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
+			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			// a 503 is retried until the report's context ends (TestPodReporterRetries)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()

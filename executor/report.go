@@ -11,18 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // PodReporter reports outputs as JSON in the annotation
 // workflows.argoproj.io/outputs of wait's own pod (a merge patch, which the
 // RBAC verb pods/patch allows).
 type PodReporter struct {
-	// Client reaches the API server with the pod's service account.
-	Client kubernetes.Interface
+	// Pods are the pods of the pod's namespace, reached with the pod's
+	// service account.
+	Pods kubeclient.Pods
 	// Namespace and Name identify the pod.
 	Namespace, Name string
 	// Log says when the result is cut to fit and when a report call is
@@ -54,7 +55,7 @@ func (r *PodReporter) retry() apiRetry {
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
 	var pod *corev1.Pod
 	err := r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to report outputs", func(ctx context.Context) (err error) {
-		pod, err = r.Client.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		pod, err = r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
 		return err
 	})
 	if err != nil {
@@ -84,7 +85,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
 	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
-		_, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
@@ -135,7 +136,7 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 	if err != nil {
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
-	if _, err := r.Client.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil

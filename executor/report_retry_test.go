@@ -66,7 +66,7 @@ func TestPodReporterRetries(t *testing.T) {
 			client.PrependReactor("get", "pods", fail(&tt.getErrs))
 			client.PrependReactor("patch", "pods", fail(&tt.patchErr))
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1", Clock: clk}
+			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1", Clock: clk}
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "answer", Value: wf.AnyStringPtr("42")}}}
 			_, err := stepWhileWaiting(clk, func() error { return r.Report(ctx, out) })
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {

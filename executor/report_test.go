@@ -50,7 +50,7 @@ func TestPodReporterFitsTheResult(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
 			client := fake.NewClientset(pod)
-			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
+			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			res := tt.result
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.param)}}, Result: &res,
 				ResultTruncated: tt.dropped > 0, ResultDroppedBytes: tt.dropped, ResultIsLog: !tt.document}
@@ -117,7 +117,7 @@ func TestPodReporter(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
 			client := fake.NewClientset(pod)
-			r := &PodReporter{Client: client, Namespace: "ns", Name: "wf-1"}
+			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			code := 0
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "big", Value: wf.AnyStringPtr(tt.value)}}, ExitCode: &code}
 			err := r.Report(context.Background(), out)

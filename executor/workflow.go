@@ -36,6 +36,12 @@ type Protocol struct {
 	// that volume (MainCtrFS+path) instead of InputArtifactsDir: Argo's
 	// controller mounts no input-artifacts subPath over a user volume.
 	InputsOnVolumes bool
+	// StageScript says that init writes a script template's source to
+	// WorkflowConfig.ScriptPath for main (Argo's controller runs main on
+	// /argo/staging/script); our pod builder projects the source into main
+	// from a pod annotation instead, and gives a script without input
+	// artifacts no init container.
+	StageScript bool
 	// IncludeScriptOutput says whether wait reports main's stdout as the
 	// result; nil means for script templates only.
 	IncludeScriptOutput *bool

@@ -609,7 +609,7 @@ func TestInit(t *testing.T) {
 		{Name: "elsewhere", Path: "/in/e", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "other"}, Key: "k"}},
 	}
 	varRun, inputs := t.TempDir(), t.TempDir()
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Protocol: executor.Protocol{StageScript: true}, Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
 	err := we.Init(context.Background())
 	for _, want := range []string{`input artifact "broken": http: GET ` + srv.URL + `/broken: 502 Bad Gateway: backend down`, `input artifact "hostile"`, "unsafe archive entry", `input artifact "elsewhere": s3://other/k`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -637,6 +637,29 @@ func TestInit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inputs, "..", "escape")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("hostile archive wrote outside: %v", err)
+	}
+}
+
+// TestInitStagesScriptOnlyWhenTheProtocolSays: under our pod builder the
+// script reaches main from its annotation, so init writes nothing; under
+// Argo's (StageScript) init stages it.
+func TestInitStagesScriptOnlyWhenTheProtocolSays(t *testing.T) {
+	for _, stage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("StageScript=%v", stage), func(t *testing.T) {
+			tmpl := scriptTemplate()
+			varRun := t.TempDir()
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Protocol: executor.Protocol{StageScript: stage}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: t.TempDir()}, nil, nil, nil, testLog())
+			if err := we.Init(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(varRun, "staging", "script"))
+			switch {
+			case stage && (err != nil || string(b) != tmpl.Script.Source):
+				t.Errorf("staged script = %q, %v; want the source", b, err)
+			case !stage && !errors.Is(err, fs.ErrNotExist):
+				t.Errorf("init staged %q (%v); want nothing: main reads the script annotation", b, err)
+			}
+		})
 	}
 }
 

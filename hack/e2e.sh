@@ -31,15 +31,18 @@ cd "$REPO_ROOT"
 
 # Runs share the testbed; a run that stops and starts its components (the fault suite,
 # ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone and waits for the others to finish, and they for it.
-# flock alone would starve it: shared runs that start while it waits would still get in. So
-# every run first passes the turn lock, which a waiting exclusive run holds: runs that come
-# after it wait until it has the testbed, and then until it is done.
+# The lock is on fd 9, which cluster.sh and argo.sh close for every daemon they start: a daemon
+# that kept it (an Argo controller restarted by this run) would hold the lock after the run ends
+# and keep every exclusive run waiting for ever. flock alone would starve an exclusive run:
+# shared runs that start while it waits would still get in. So every run first passes the turn
+# lock (fd 8, released at once), which a waiting exclusive run holds: runs that come after it
+# wait until it has the testbed, and then until it is done.
 mkdir -p "$STATE"
-exec {testbed_lock}>"$STATE/e2e.lock" {turn_lock}>"$STATE/e2e.turn"
+exec 9>"$STATE/e2e.lock" 8>"$STATE/e2e.turn"
 if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then
-  flock -x "$turn_lock"
-  flock -x "$testbed_lock"
-  flock -u "$turn_lock"
+  flock -x 8
+  flock -x 9
+  flock -u 8
   # leave the testbed whole for the runs waiting on the lock, whatever the tests stopped
   # shellcheck disable=SC2317 # run by the EXIT trap
   restore_testbed() {
@@ -51,9 +54,9 @@ if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then
   }
   trap restore_testbed EXIT
 else
-  flock -s "$turn_lock"
-  flock -s "$testbed_lock"
-  flock -u "$turn_lock"
+  flock -s 8
+  flock -s 9
+  flock -u 8
 fi
 
 t0=$(now_ms)

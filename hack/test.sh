@@ -11,3 +11,4 @@ if [ -x hack/e2e.sh ]; then
 else
   echo "e2e tier: hack/e2e.sh not present yet; unit tier only" >&2
 fi
+hack/bench.sh --smoke  # make bench's harness, one repetition each, nothing written

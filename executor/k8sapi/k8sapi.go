@@ -30,12 +30,9 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -43,6 +40,7 @@ import (
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // Config says which pod the executor serves and how to reach the API server.
@@ -73,7 +71,7 @@ type Executor struct {
 	*podexec.Engine
 	cfg    Config
 	log    *logrus.Entry
-	client kubernetes.Interface
+	client kubeclient.Interface
 	// remote is the pods/exec transport; nil in unit tests.
 	remote *podexec.RemoteExecer
 
@@ -90,7 +88,7 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: load client config: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubeclient.New(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: create client: %w", err)
 	}
@@ -136,7 +134,7 @@ func (e *Executor) podRef() string { return e.cfg.Namespace + "/" + e.cfg.PodNam
 // execURL is the pods/exec URL for a request; the parameters are encoded by
 // client-go's parameter codec (one command= per argument, escaped).
 func (e *Executor) execURL(req podexec.ExecRequest) (*url.URL, error) {
-	return e.client.CoreV1().RESTClient().Post().
+	return e.client.RESTClient().Post().
 		Namespace(e.cfg.Namespace).Resource("pods").Name(e.cfg.PodName).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: req.Container,
@@ -144,7 +142,7 @@ func (e *Executor) execURL(req podexec.ExecRequest) (*url.URL, error) {
 			Stdin:     req.Stdin,
 			Stdout:    req.Stdout,
 			Stderr:    req.Stderr,
-		}, scheme.ParameterCodec).URL(), nil
+		}, e.client.ParameterCodec()).URL(), nil
 }
 
 // apiError wraps an API error for op; a 403 also names the permission that
@@ -186,16 +184,16 @@ func (x execer) Exec(ctx context.Context, container string, cmd []string, stdin 
 func (e *Executor) whoAmI(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, err := e.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil || r.Status.UserInfo.Username == "" {
+	name, err := e.client.WhoAmI(ctx)
+	if err != nil || name == "" {
 		return "this executor's identity (the pod's service account)"
 	}
-	return r.Status.UserInfo.Username
+	return name
 }
 
 // getPod reads the pod.
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
-	pod, err := e.client.CoreV1().Pods(e.cfg.Namespace).Get(ctx, e.cfg.PodName, metav1.GetOptions{})
+	pod, err := e.client.Pods(e.cfg.Namespace).Get(ctx, e.cfg.PodName, metav1.GetOptions{})
 	if err != nil {
 		return nil, e.apiError(ctx, "get pod "+e.podRef(), "get", "pods", err)
 	}
@@ -256,7 +254,7 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 
 // logs opens the pods/log stream for opts.
 func (e *Executor) logs(ctx context.Context, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
-	return e.client.CoreV1().Pods(e.cfg.Namespace).GetLogs(e.cfg.PodName, opts).Stream(ctx)
+	return e.client.Pods(e.cfg.Namespace).GetLogs(e.cfg.PodName, opts).Stream(ctx)
 }
 
 // probeStream is a log stream name that no Kubernetes version has.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/pkg/kubeclient/kubeclienttest"
 )
 
 const (
@@ -171,7 +172,7 @@ func newTest(t *testing.T, cfg Config, ex *fakeExecer, gets []*corev1.Pod, watch
 	if ex == nil {
 		ex = blockingExecer()
 	}
-	x := &Executor{cfg: cfg, log: logrus.NewEntry(log), client: client}
+	x := &Executor{cfg: cfg, log: logrus.NewEntry(log), client: kubeclienttest.FromClientset(client)}
 	x.Engine = x.newEngine(ex, clocktesting.NewFakeClock(time.Unix(0, 0)))
 	return x, client, ws
 }

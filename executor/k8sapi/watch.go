@@ -38,7 +38,7 @@ func (s watchSource) Follow(ctx context.Context, from *corev1.Pod, _ podexec.Fol
 			return err
 		}
 		s.e.log.Debug("pod watch expired (410), getting the pod again")
-		pod, err := s.e.client.CoreV1().Pods(s.e.cfg.Namespace).Get(ctx, s.e.cfg.PodName, metav1.GetOptions{})
+		pod, err := s.e.client.Pods(s.e.cfg.Namespace).Get(ctx, s.e.cfg.PodName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return fmt.Errorf("get pod %s after the watch expired: %w", s.e.podRef(), podexec.ErrPodGone)
@@ -107,7 +107,7 @@ type podWatcher struct{ e *Executor }
 // WatchWithContext implements cache.WatcherWithContext.
 func (w podWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.e.cfg.PodName).String()
-	wi, err := w.e.client.CoreV1().Pods(w.e.cfg.Namespace).Watch(ctx, opts)
+	wi, err := w.e.client.Pods(w.e.cfg.Namespace).Watch(ctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		var status apierrors.APIStatus
 		errors.As(err, &status)

@@ -18,7 +18,8 @@ const kubeletCAVolume = "kubelet-ca"
 const argoexecBinary = "argoexec"
 
 // mainContainer is the template's container, or its script's container
-// running the staged source, plus the shared volumes.
+// running the source projected from the script annotation, plus the shared
+// volumes.
 func (b *builder) mainContainer() corev1.Container {
 	var c corev1.Container
 	if s := b.tmpl.Script; s != nil {
@@ -29,13 +30,16 @@ func (b *builder) mainContainer() corev1.Container {
 	}
 	c.Name = workflow.MainContainerName
 	c.VolumeMounts = append(c.VolumeMounts, varRunArgoMount())
+	if b.tmpl.Script != nil {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.ScriptVolume, MountPath: workflow.StagingPath, ReadOnly: true})
+	}
 	for _, a := range b.tmpl.Inputs.Artifacts {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.InputArtifactsVolume, MountPath: a.Path, SubPath: a.Name})
 	}
 	return c
 }
 
-// initContainer runs `argoexec init`: it stages a script and loads input artifacts.
+// initContainer runs `argoexec init`: it loads input artifacts.
 func (b *builder) initContainer() corev1.Container {
 	c := b.executorContainer(workflow.InitContainerName)
 	if len(b.tmpl.Inputs.Artifacts) > 0 {
@@ -169,6 +173,9 @@ func (b *builder) volumes() []corev1.Volume {
 		templateVolume(),
 		{Name: workflow.ExecutorTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
+	if b.tmpl.Script != nil {
+		vols = append(vols, annotationVolume(workflow.ScriptVolume, path.Base(workflow.ScriptSourcePath), workflow.AnnotationScript))
+	}
 	if len(b.tmpl.Inputs.Artifacts) > 0 {
 		vols = append(vols, corev1.Volume{Name: workflow.InputArtifactsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
@@ -188,12 +195,18 @@ func (b *builder) volumes() []corev1.Volume {
 // workflow.TemplateFile. Unlike an env var, it is not bounded by the
 // kernel's ARG_MAX (argo-workflows #7586), only by the annotation budget.
 func templateVolume() corev1.Volume {
+	return annotationVolume(workflow.PodMetadataVolume, path.Base(workflow.TemplateFile), workflow.AnnotationTemplate)
+}
+
+// annotationVolume is the downward-API volume name that projects the pod
+// annotation key as the file file.
+func annotationVolume(name, file, key string) corev1.Volume {
 	return corev1.Volume{
-		Name: workflow.PodMetadataVolume,
+		Name: name,
 		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{
-				Path:     path.Base(workflow.TemplateFile),
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + workflow.AnnotationTemplate + "']"},
+				Path:     file,
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + key + "']"},
 			}},
 		}},
 	}

@@ -74,7 +74,7 @@ func build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod,
 	if err := checkOutputsReachable(backend, t); err != nil {
 		return nil, err
 	}
-	tmplJSON, err := templateJSON(t)
+	tmplJSON, err := templateJSON(withoutScriptSource(t))
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,9 @@ func (b *builder) annotations(tmplJSON string) map[string]string {
 		a = map[string]string{}
 	}
 	a[workflow.AnnotationTemplate] = tmplJSON
+	if s := b.tmpl.Script; s != nil {
+		a[workflow.AnnotationScript] = s.Source
+	}
 	a[AnnotationDefaultContainer] = workflow.MainContainerName
 	return a
 }
@@ -181,10 +184,25 @@ func IgnoredFields(tmpl *workflow.Template) []string {
 	return ignored
 }
 
-// needsInit says whether init has work: staging a script or loading input
-// artifacts. Input parameters are substituted at render time.
+// needsInit says whether init has work: loading input artifacts. A
+// script's source reaches main through the ScriptVolume, and input
+// parameters are substituted at render time, so neither needs init.
 func needsInit(t *workflow.Template) bool {
-	return t.Script != nil || len(t.Inputs.Artifacts) > 0
+	return len(t.Inputs.Artifacts) > 0
+}
+
+// withoutScriptSource is t as the template annotation carries it: a
+// script's source is in its own annotation (AnnotationScript), which main
+// reads, and init and wait do not need it.
+func withoutScriptSource(t *workflow.Template) *workflow.Template {
+	if t.Script == nil || t.Script.Source == "" {
+		return t
+	}
+	c := *t
+	s := *t.Script
+	s.Source = ""
+	c.Script = &s
+	return &c
 }
 
 // checkAnnotationBudget fails when the pod's annotations exceed what the API
@@ -197,7 +215,7 @@ func checkAnnotationBudget(annotations map[string]string) error {
 	if total <= workflow.MaxAnnotationBytes {
 		return nil
 	}
-	return fmt.Errorf("template is %d bytes as JSON and the pod's annotations total %d bytes, over the API server's limit of %d: "+
+	return fmt.Errorf("template is %d bytes as JSON, its script's source %d bytes, and the pod's annotations total %d bytes, over the API server's limit of %d: "+
 		"move large data (a script's source, parameter values) into an input artifact",
-		len(annotations[workflow.AnnotationTemplate]), total, workflow.MaxAnnotationBytes)
+		len(annotations[workflow.AnnotationTemplate]), len(annotations[workflow.AnnotationScript]), total, workflow.MaxAnnotationBytes)
 }

@@ -155,7 +155,7 @@ func TestContainerLayout(t *testing.T) {
 		wantInit, wantCtrs     []string
 	}{
 		{"container without inputs has no init", "containerRuntimeExecutor: docker", "base-layer.yaml", nil, []string{"main", "wait"}},
-		{"script needs init", "", "script.yaml", []string{"init"}, []string{"main", "wait"}},
+		{"script without inputs has no init", "", "script.yaml", nil, []string{"main", "wait"}},
 		{"input artifacts need init", s3Config, "artifacts.yaml", []string{"init"}, []string{"main", "wait"}},
 		{"native sidecars are init containers after init", "", "container.yaml", []string{"proxy"}, []string{"main", "wait"}},
 		{"legacy sidecars are containers", "sidecarMode: legacy", "container.yaml", nil, []string{"main", "wait", "proxy"}},
@@ -178,6 +178,7 @@ func TestContainerLayout(t *testing.T) {
 func TestNativeSidecarRestartPolicy(t *testing.T) {
 	tmpl := mustTemplate(t, "script.yaml")
 	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "db", Image: "postgres"}}}
+	tmpl.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
 	pod, err := Build(config.Default(), tmpl, meta())
 	if err != nil {
 		t.Fatal(err)
@@ -193,21 +194,85 @@ func TestNativeSidecarRestartPolicy(t *testing.T) {
 	}
 }
 
-func TestScriptRunsStagedSource(t *testing.T) {
+// TestScriptReachesMainWithoutInit: a script template with no input
+// artifacts gets no init container; its source is the script annotation,
+// projected by the script volume to ScriptSourcePath in main, and counted
+// once (the template annotation carries the script without it).
+func TestScriptReachesMainWithoutInit(t *testing.T) {
+	tmpl := mustTemplate(t, "script.yaml")
 	pod := mustBuild(t, "", "script.yaml", meta())
 	main := container(pod, "main")
 	if !cmp.Equal(main.Command, []string{"python"}) || !cmp.Equal(main.Args, []string{workflow.ScriptSourcePath}) {
 		t.Errorf("main runs %v %v, want [python] [%s]", main.Command, main.Args, workflow.ScriptSourcePath)
 	}
-	for _, name := range []string{"init", "wait", "main"} {
-		if !slices.ContainsFunc(container(pod, name).VolumeMounts, func(m corev1.VolumeMount) bool {
-			return m.Name == workflow.VarRunArgoVolume && m.MountPath == workflow.VarRunArgoPath
-		}) {
-			t.Errorf("%s does not mount %s at %s", name, workflow.VarRunArgoVolume, workflow.VarRunArgoPath)
-		}
+	if got := names(pod.Spec.InitContainers); len(got) != 0 {
+		t.Errorf("init containers = %v, want none (nothing to load)", got)
 	}
-	if got := container(pod, "init").Command; !cmp.Equal(got, []string{"argoexec", "init"}) {
-		t.Errorf("init command = %v", got)
+	if got := pod.Annotations[workflow.AnnotationScript]; got != tmpl.Script.Source {
+		t.Errorf("script annotation = %q, want the source %q", got, tmpl.Script.Source)
+	}
+	carried, err := workflow.DecodeTemplate([]byte(pod.Annotations[workflow.AnnotationTemplate]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustTemplate(t, "script.yaml")
+	want.Script.Source = ""
+	if diff := cmp.Diff(want, carried); diff != "" {
+		t.Errorf("template annotation: want the template without the script's source (-want +got):\n%s", diff)
+	}
+	if !slices.ContainsFunc(main.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return cmp.Equal(m, corev1.VolumeMount{Name: workflow.ScriptVolume, MountPath: workflow.StagingPath, ReadOnly: true})
+	}) {
+		t.Errorf("main does not mount %s read-only at %s: %+v", workflow.ScriptVolume, workflow.StagingPath, main.VolumeMounts)
+	}
+	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == workflow.ScriptVolume })
+	if i < 0 {
+		t.Fatalf("no %s volume", workflow.ScriptVolume)
+	}
+	vol := pod.Spec.Volumes[i]
+	if vol.DownwardAPI == nil || len(vol.DownwardAPI.Items) != 1 ||
+		vol.DownwardAPI.Items[0].FieldRef.FieldPath != "metadata.annotations['"+workflow.AnnotationScript+"']" ||
+		filepath.Join(workflow.StagingPath, vol.DownwardAPI.Items[0].Path) != workflow.ScriptSourcePath {
+		t.Errorf("script volume = %+v, want %s projected to %s", vol, workflow.AnnotationScript, workflow.ScriptSourcePath)
+	}
+}
+
+// TestInitOnlyForInputArtifacts: init exists exactly when input artifacts
+// need loading, script or not, on every backend.
+func TestInitOnlyForInputArtifacts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		script    bool
+		artifacts bool
+		wantInit  bool
+	}{
+		{"container", false, false, false},
+		{"script", true, false, false},
+		{"container with inputs", false, true, true},
+		{"script with inputs", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := mustTemplate(t, "container.yaml")
+			tmpl.Inputs.Artifacts = nil
+			if tc.script {
+				tmpl.Script = &workflow.ScriptTemplate{Container: *tmpl.Container, Source: "echo hi"}
+				tmpl.Container = nil
+			}
+			if tc.artifacts {
+				tmpl.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
+			}
+			for _, backend := range []string{workflow.ExecutorK8sAPI, workflow.ExecutorKubelet, workflow.ExecutorDocker} {
+				cfg := config.Default()
+				cfg.ContainerRuntimeExecutor = backend
+				pod, err := Build(cfg, tmpl, meta())
+				if err != nil {
+					t.Fatalf("%s: %v", backend, err)
+				}
+				if got := slices.Contains(names(pod.Spec.InitContainers), workflow.InitContainerName); got != tc.wantInit {
+					t.Errorf("%s: init container: %v, want %v", backend, got, tc.wantInit)
+				}
+			}
+		})
 	}
 }
 
@@ -215,12 +280,16 @@ func TestScriptRunsStagedSource(t *testing.T) {
 // template as the pod annotation, projected by a downward-API volume to
 // TemplateFile in init and wait, named by ARGO_TEMPLATE_PATH.
 func TestTemplateReachesInitAndWait(t *testing.T) {
-	pod := mustBuild(t, "", "script.yaml", meta())
+	pod := mustBuild(t, s3Config, "artifacts.yaml", meta())
 	got, err := workflow.DecodeTemplate([]byte(pod.Annotations[workflow.AnnotationTemplate]))
 	if err != nil {
 		t.Fatalf("annotation does not decode strictly: %v", err)
 	}
-	if diff := cmp.Diff(mustTemplate(t, "script.yaml"), got); diff != "" {
+	want, err := SubstituteInputs(mustTemplate(t, "artifacts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("annotation template differs (-want +got):\n%s", diff)
 	}
 	var vol *corev1.Volume

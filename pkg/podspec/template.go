@@ -117,7 +117,7 @@ func reservedContainerNames() []string {
 }
 
 func reservedVolumeNames() []string {
-	return []string{workflow.VarRunArgoVolume, workflow.PodMetadataVolume, workflow.InputArtifactsVolume, workflow.DockerSockVolume, kubeletCAVolume}
+	return []string{workflow.VarRunArgoVolume, workflow.PodMetadataVolume, workflow.ScriptVolume, workflow.InputArtifactsVolume, workflow.DockerSockVolume, kubeletCAVolume}
 }
 
 // validateTemplate checks what the pod builder relies on.
@@ -144,7 +144,7 @@ func validateTemplate(t *workflow.Template) error {
 			errs = append(errs, fmt.Errorf("metadata.labels: %s is set by the pod builder", key))
 		}
 	}
-	for _, key := range []string{workflow.AnnotationTemplate, workflow.AnnotationOutputs} {
+	for _, key := range []string{workflow.AnnotationTemplate, workflow.AnnotationScript, workflow.AnnotationOutputs} {
 		if _, ok := t.Metadata.Annotations[key]; ok {
 			errs = append(errs, fmt.Errorf("metadata.annotations: %s is set by the pod builder", key))
 		}

@@ -291,23 +291,30 @@ type stepFigures struct {
 	waitCgroupMax  int64         // wait container's memory.max_usage_in_bytes (includes page cache)
 	waitCPU        time.Duration // wait container's cpuacct.usage, last sample
 	waitSamples    int
+	initHWM        int64          // the same for init's argoexec (0: its cgroup was not seen)
+	initCPU        time.Duration  // init container's cpuacct.usage, last sample
 	loggedPeak     string         // ours: the "peak memory" line's peakRSS
 	requests       int            // API requests by the pod's service account (audit log)
 	requestKinds   map[string]int // "verb resource[/sub]" -> count
 	kubelet        map[string]int // kubelet_http_requests_total deltas by "METHOD path" during the step
 }
 
-// taskExits follows containerd's /tasks/exit events (ctr events): container ID -> exited_at.
+// taskExits follows containerd's /tasks/exit events (ctr events): container ID -> exited_at;
+// and its /tasks/start events: container ID -> the event's time (the line's timestamp).
 type taskExits struct {
-	mu    sync.Mutex
-	exits map[string]time.Time
-	cmd   *exec.Cmd
+	mu     sync.Mutex
+	exits  map[string]time.Time
+	starts map[string]time.Time
+	cmd    *exec.Cmd
 }
 
-var ctrExitRE = regexp.MustCompile(`/tasks/exit\s+(\{.*\})`)
+var (
+	ctrExitRE  = regexp.MustCompile(`/tasks/exit\s+(\{.*\})`)
+	ctrStartRE = regexp.MustCompile(`^(\S+ \S+ \S+ \S+) \S+ /tasks/start\s+\{"container_id":"([0-9a-f]+)"`)
+)
 
 func startTaskExits(t *testing.T) *taskExits {
-	te := &taskExits{exits: map[string]time.Time{}}
+	te := &taskExits{exits: map[string]time.Time{}, starts: map[string]time.Time{}}
 	sock := argoGetenv("ARGOEXEC_E2E_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 	te.cmd = exec.Command("ctr", "--address", sock, "events")
 	out, err := te.cmd.StdoutPipe()
@@ -322,6 +329,14 @@ func startTaskExits(t *testing.T) *taskExits {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
+			if m := ctrStartRE.FindStringSubmatch(sc.Text()); m != nil {
+				if at, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", m[1]); err == nil {
+					te.mu.Lock()
+					te.starts[m[2]] = at
+					te.mu.Unlock()
+				}
+				continue
+			}
 			m := ctrExitRE.FindStringSubmatch(sc.Text())
 			if m == nil {
 				continue
@@ -366,8 +381,9 @@ func argoGetenv(k, def string) string {
 }
 
 // waitSampler polls the cgroups of a pod's containers (cgroup v1, cgroupfs driver) until it finds
-// the one running `argoexec wait`, then samples it every 10 ms until the cgroup is removed (the
-// container exited): the cgroup's memory.max_usage_in_bytes, cpuacct.usage, and argoexec's VmHWM.
+// the one running `argoexec wait` (sampleArgoexec: `argoexec <sub>`), then samples it every 10 ms
+// until the cgroup is removed (the container exited): the cgroup's memory.max_usage_in_bytes,
+// cpuacct.usage, and argoexec's VmHWM.
 type waitSampler struct {
 	hwm, cgMax, cpu int64
 	samples         int
@@ -375,6 +391,10 @@ type waitSampler struct {
 }
 
 func sampleWait(ctx context.Context, podUID string) *waitSampler {
+	return sampleArgoexec(ctx, podUID, "wait")
+}
+
+func sampleArgoexec(ctx context.Context, podUID, sub string) *waitSampler {
 	s := &waitSampler{}
 	var dir string // relative to the memory hierarchy
 	var pid string
@@ -387,7 +407,7 @@ func sampleWait(ctx context.Context, podUID string) *waitSampler {
 				for _, p := range strings.Fields(string(procs)) {
 					cmd, _ := os.ReadFile("/proc/" + p + "/cmdline")
 					args := strings.Split(string(cmd), "\x00")
-					if len(args) > 1 && filepath.Base(args[0]) == "argoexec" && args[1] == "wait" {
+					if len(args) > 1 && filepath.Base(args[0]) == "argoexec" && args[1] == sub {
 						dir, pid = strings.TrimPrefix(filepath.Dir(f), "/sys/fs/cgroup/memory/"), p
 						s.found = true
 					}
@@ -532,6 +552,28 @@ var peakRE = regexp.MustCompile(`msg="peak memory".*peakRSS=(\S+)`)
 
 // measureStep runs the anchor's step once and measures it.
 func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskExits, kc *http.Client, backend, name string) (*stepFigures, error) {
+	return measureStepWith(ctx, t, a, te, kc, backend, name, argoFiguresWorkflow, wantOut42)
+}
+
+// wantOut42 checks the anchor's step: Succeeded with the output parameter out = 42.
+func wantOut42(ctx context.Context, a *framework.Argo, final *unstructured.Unstructured) error {
+	o, err := a.Collect(ctx, final)
+	if err != nil {
+		return err
+	}
+	if o.Phase != "Succeeded" {
+		return fmt.Errorf("workflow %s: %s (%q)\n%s", final.GetName(), o.Phase, o.Message, a.Describe(ctx, o))
+	}
+	if n := o.Node("WF"); n == nil || n.Parameters["out"] != "42" {
+		return fmt.Errorf("workflow %s: output parameter out not 42: %+v", final.GetName(), n)
+	}
+	return nil
+}
+
+// measureStepWith runs a one-step workflow (workflowYAML, with a %s for its name) once,
+// measures it as measureStep does, and checks the finished workflow with check.
+func measureStepWith(ctx context.Context, t *testing.T, a *framework.Argo, te *taskExits, kc *http.Client, backend, name, workflowYAML string,
+	check func(context.Context, *framework.Argo, *unstructured.Unstructured) error) (*stepFigures, error) {
 	f := &stepFigures{image: a.Controller.Name, backend: backend}
 	ns := a.Controller.Namespace
 	auditLog := filepath.Join(a.Env.State, "logs", "audit.log")
@@ -559,7 +601,7 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 		}
 	}()
 
-	wf, err := framework.ParseWorkflow(fmt.Appendf(nil, argoFiguresWorkflow, name))
+	wf, err := framework.ParseWorkflow(fmt.Appendf(nil, workflowYAML, name))
 	if err != nil {
 		return nil, err
 	}
@@ -568,7 +610,7 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 	}
 	var created, done time.Time
 	var pod *corev1.Pod
-	var sampler chan *waitSampler
+	var sampler, initSampler chan *waitSampler
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
 	for done.IsZero() {
@@ -586,9 +628,10 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 			now := time.Now()
 			if created.IsZero() {
 				created = now
-				sampler = make(chan *waitSampler, 1)
+				sampler, initSampler = make(chan *waitSampler, 1), make(chan *waitSampler, 1)
 				uid := string(p.UID)
 				go func() { sampler <- sampleWait(sctx, uid) }()
+				go func() { initSampler <- sampleArgoexec(sctx, uid, "init") }()
 			}
 			pod = p
 			switch p.Status.Phase {
@@ -639,19 +682,20 @@ func measureStep(ctx context.Context, t *testing.T, a *framework.Argo, te *taskE
 		t.Logf("%s: wait's cgroup still there 5 s after the pod Succeeded", name)
 	}
 
+	select {
+	case s := <-initSampler: // init exited before main started: its cgroup is long gone
+		if s.found {
+			f.initHWM, f.initCPU = s.hwm, time.Duration(s.cpu)
+		}
+	case <-time.After(time.Second):
+	}
+
 	final, err := a.WaitForWorkflow(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	o, err := a.Collect(ctx, final)
-	if err != nil {
+	if err := check(ctx, a, final); err != nil {
 		return nil, err
-	}
-	if o.Phase != "Succeeded" {
-		return nil, fmt.Errorf("workflow %s: %s (%q)\n%s", name, o.Phase, o.Message, a.Describe(ctx, o))
-	}
-	if n := o.Node("WF"); n == nil || n.Parameters["out"] != "42" {
-		return nil, fmt.Errorf("workflow %s: output parameter out not 42: %+v", name, n)
 	}
 	if l, err := a.PodLog(ctx, name, "wait"); err == nil {
 		if m := peakRE.FindStringSubmatch(l); m != nil {

@@ -10,33 +10,36 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // runWait is what `argoexec wait` does once its options are valid.
 func runWait(ctx context.Context, o *WaitOptions) error {
+	usage := startStepUsage(ctx, clock.RealClock{})
+	defer usage.finish(o.Log)
 	flow, closeBackend, err := newFlow(ctx, &o.commonOptions, o.Log, true)
 	if err != nil {
 		return err
 	}
-	defer logPeakRSS(o.Log)
 	defer closeBackend()
 	return flow.Wait(ctx)
 }
 
 // runInit is what `argoexec init` does once its options are valid.
 func runInit(ctx context.Context, o *InitOptions) error {
+	usage := startStepUsage(ctx, clock.RealClock{})
+	defer usage.finish(o.Log)
 	flow, _, err := newFlow(ctx, &o.commonOptions, o.Log, false)
 	if err != nil {
 		return err
 	}
-	defer logPeakRSS(o.Log)
 	return flow.Init(ctx)
 }
 
@@ -109,7 +112,7 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 
 	include := o.Argo.IncludeScriptOutput && (tmpl.Container != nil || tmpl.Script != nil)
 	p.cfg.Protocol = executor.Protocol{
-		Name: protocolArgo, InputsOnVolumes: true, IncludeScriptOutput: &include,
+		Name: protocolArgo, InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,
 		SignalStopsMain: true, Deadline: o.Argo.Deadline,
 	}
 	p.cfg.ScriptPath = wf.ArgoStagingScript
@@ -143,11 +146,11 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 // says when a result is cut to fit the annotation and when a report call
 // is retried.
 func (o *commonOptions) newReporter(restCfg *rest.Config, log *logrus.Entry) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubeclient.New(restCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create Kubernetes client: %w", err)
 	}
-	pod := &executor.PodReporter{Client: client, Namespace: o.Pod.Namespace, Name: o.Pod.Name, Log: log}
+	pod := &executor.PodReporter{Pods: client.Pods(o.Pod.Namespace), Namespace: o.Pod.Namespace, Name: o.Pod.Name, Log: log}
 	if o.Protocol != protocolArgo {
 		return pod, nil, nil
 	}

@@ -55,6 +55,11 @@ const (
 const (
 	// AnnotationTemplate holds the template JSON on the pod.
 	AnnotationTemplate = "workflows.argoproj.io/template"
+	// AnnotationScript holds a script template's source (substituted) on
+	// the pod, projected into main as ScriptSourcePath; the template in
+	// AnnotationTemplate then carries the script without its source, so the
+	// source counts once against the annotation budget.
+	AnnotationScript = "workflows.argoproj.io/script"
 	// AnnotationOutputs holds the outputs JSON that wait reports.
 	AnnotationOutputs = "workflows.argoproj.io/outputs"
 	// AnnotationProgress holds a step's self-reported progress (N/M) when
@@ -128,10 +133,14 @@ const (
 	VarRunArgoVolume = "var-run-argo"
 	// VarRunArgoPath is where VarRunArgoVolume is mounted in every container.
 	VarRunArgoPath = "/var/run/argo"
-	// StagingPath is where init stages a script template's source.
+	// StagingPath is where main sees a script template's source: the
+	// ScriptVolume, mounted there read-only.
 	StagingPath = VarRunArgoPath + "/staging"
-	// ScriptSourcePath is the staged script that main runs.
+	// ScriptSourcePath is the script that main runs.
 	ScriptSourcePath = StagingPath + "/script"
+	// ScriptVolume is the downward-API volume that projects AnnotationScript
+	// into main at StagingPath, so that a script needs no init container.
+	ScriptVolume = "script"
 	// PodMetadataVolume is the downward-API volume carrying the template.
 	PodMetadataVolume = "podmetadata"
 	// PodMetadataPath is where PodMetadataVolume is mounted in init and wait.

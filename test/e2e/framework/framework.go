@@ -116,7 +116,14 @@ func (f *Framework) createNamespace() string {
 			f.dumpNamespace(ctx, name)
 		}
 		zero := int64(0)
-		err := f.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		// No kubelet runs DockerNodeName's pods, so none would confirm their deletion and the
+		// namespace would stay Terminating for ever: remove them from the API at once.
+		err := f.Client.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+			metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", DockerNodeName).String()})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("deleting namespace %s's pods on %s: %v", name, DockerNodeName, err)
+		}
+		err = f.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Logf("deleting namespace %s: %v", name, err)
 		}
