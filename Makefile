@@ -1,7 +1,7 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build unit lint test e2e demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
+.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,6 +20,9 @@ test: ## everything CI runs: lint, unit tier, then the e2e tier on the real loca
 
 e2e: ## bring up the local cluster, build and import images, run the e2e tier
 	hack/e2e.sh
+
+e2e-faults: ## the fault suite: stop, kill or pause one testbed component mid-wait (holds the testbed alone)
+	hack/e2e-faults.sh
 
 demo: ## bring up the local cluster and run examples/ through every backend
 	hack/demo.sh

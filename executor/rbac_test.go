@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,7 +50,10 @@ func TestPodReporterForbidden(t *testing.T) {
 			if value == "" {
 				value = "x"
 			}
-			err := r.Report(context.Background(), &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(value)}}})
+			// a 503 is retried until the report's context ends (TestPodReporterRetries)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			err := r.Report(ctx, &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(value)}}})
 			t.Logf("error: %v", err)
 			for _, w := range tt.want {
 				if err == nil || !strings.Contains(err.Error(), w) {

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/kubeclient"
@@ -24,8 +27,23 @@ type PodReporter struct {
 	Pods kubeclient.Pods
 	// Namespace and Name identify the pod.
 	Namespace, Name string
-	// Log says when the result is cut to fit; nil logs nothing.
+	// Log says when the result is cut to fit and when a report call is
+	// retried; nil logs nothing.
 	Log *logrus.Entry
+	// Clock paces the retries of the report; nil means the real clock.
+	Clock clock.Clock
+}
+
+// podReportAttempts bounds the tries of each report call.
+const podReportAttempts = 12
+
+// retry is how the report's GET and patch are retried: from 0.5 s
+// doubling to 4 s, for as long as the report's context allows (the save
+// window, SaveTimeout), so that an API server restarting or an etcd stall
+// within it costs no outputs; at most podReportAttempts tries (about 40 s)
+// even under a context without a deadline.
+func (r *PodReporter) retry() apiRetry {
+	return apiRetry{clock: r.Clock, first: 500 * time.Millisecond, maxDelay: 4 * time.Second, attempts: podReportAttempts, log: r.Log}
 }
 
 // Report patches the outputs annotation, in one request when the outputs
@@ -35,7 +53,8 @@ type PodReporter struct {
 // kept, and the cut is logged and flagged in the outputs) and the patch is
 // sent again. Outputs that are over the budget even without a result are
 // refused, with an error naming the biggest output and what the other
-// annotations use.
+// annotations use. The GET and the patch are retried while they fail for a
+// reason that may pass (apiRetry), within ctx.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
 	whole := wf.MaxAnnotationBytes - len(wf.AnnotationOutputs)
 	b, dropped, err := FitResult(outputs, whole)
@@ -49,7 +68,11 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		r.logCut(outputs, dropped, whole)
 		return err
 	}
-	pod, err := r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
+	var pod *corev1.Pod
+	err = r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to fit the outputs", func(ctx context.Context) (err error) {
+		pod, err = r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s to fit the outputs to its annotation budget: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
 	}
@@ -78,7 +101,11 @@ func (r *PodReporter) patch(ctx context.Context, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
-	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
@@ -136,7 +163,11 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 	if err != nil {
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
-	if _, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil

@@ -135,54 +135,29 @@ func (r *TaskResultReporter) upsert(ctx context.Context, field string, value any
 	}
 	res := r.Client.Resource(taskResultGVR()).Namespace(r.Namespace)
 	what := fmt.Sprintf("%s of WorkflowTaskResult %s/%s", field, r.Namespace, r.NodeID)
-	clk := r.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	delay := time.Second
-	for attempt := 1; ; attempt++ {
-		_, err = res.Create(ctx, obj, metav1.CreateOptions{})
+	retry := apiRetry{clock: r.Clock, first: time.Second, maxDelay: 8 * time.Second, attempts: taskResultAttempts}
+	err = retry.do(ctx, "write "+what, func(ctx context.Context) error {
+		_, err := res.Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			_, err = res.Patch(ctx, r.NodeID, types.MergePatchType, patch, metav1.PatchOptions{})
 		}
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsForbidden(err) && r.Fallback != nil:
-			if ferr := fallback(); ferr != nil {
-				return fmt.Errorf("write %s: %w; the fallback to the pod annotation failed too: %w", what, err, ferr)
-			}
-			return nil
-		case apierrors.IsForbidden(err):
-			return fmt.Errorf("write %s (grant the workflow's service account create and patch on workflowtaskresults.argoproj.io): %w", what, err)
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("write %s: the WorkflowTaskResult CRD is not installed (install Argo Workflows v3.3's CRDs): %w", what, err)
-		case !retriable(err) || attempt == taskResultAttempts:
-			return fmt.Errorf("write %s (attempt %d): %w", what, attempt, err)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err) && r.Fallback != nil:
+		if ferr := fallback(); ferr != nil {
+			return fmt.Errorf("write %s: %w; the fallback to the pod annotation failed too: %w", what, err, ferr)
 		}
-		t := clk.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("write %s: %w (last error: %w)", what, ctx.Err(), err)
-		case <-t.C():
-		}
-		delay *= 2
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("write %s (grant the workflow's service account create and patch on workflowtaskresults.argoproj.io): %w", what, err)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("write %s: the WorkflowTaskResult CRD is not installed (install Argo Workflows v3.3's CRDs): %w", what, err)
 	}
+	return fmt.Errorf("write %s: %w", what, err)
 }
 
 // taskResultAttempts bounds the tries of one report, as Argo's (5 steps).
 const taskResultAttempts = 5
-
-// retriable says whether an API error may pass: the server was busy,
-// timed out or broke the connection.
-func retriable(err error) bool {
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
-		!isAPIStatus(err)
-}
-
-func isAPIStatus(err error) bool {
-	_, ok := err.(apierrors.APIStatus)
-	return ok || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown
-}

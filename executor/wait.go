@@ -37,6 +37,7 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	clk := we.cfg.Clock
 	start := clk.Now()
 	stopProgress := we.monitorProgress(ctx)
+	we.log.Info("waiting for main to exit")
 	window := we.waitMain(ctx, &errs)
 	stopProgress()
 	msg := "main exited; collecting outputs"

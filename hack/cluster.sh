@@ -7,6 +7,9 @@
 #   hack/cluster.sh status               each component, and node readiness
 #   hack/cluster.sh reset                down, then wipe all state (keeps the binary cache)
 #   hack/cluster.sh env                  print the export lines for the cluster
+#   hack/cluster.sh kill   component     SIGKILL one component now (the fault suite; `up C` restarts it)
+#   hack/cluster.sh pause  component     SIGSTOP one component: it stalls, its sockets stay open
+#   hack/cluster.sh resume component     SIGCONT it (`up` also resumes every paused component)
 #
 # components: containerd etcd apiserver controller-manager scheduler kubelet dockerd s3
 # Env: ARGOEXEC_CACHE (default /var/cache/argoexec: binaries, build caches)
@@ -155,8 +158,19 @@ spawn() {
   local logf=$LOGS/$name.log
   [ -f "$logf" ] && [ "$(stat -c %s "$logf")" -gt 52428800 ] && mv -f "$logf" "$logf.1"
   printf '\n==== %s start: %s\n' "$(date -Is)" "$*" >> "$logf"
-  setsid "$@" >>"$logf" 2>&1 </dev/null 9>&- &
+  # The daemon keeps no descriptor of ours: one inherited from a caller (hack/e2e.sh's testbed
+  # lock) would hold that lock for as long as the daemon lives.
+  ( close_fds; exec setsid "$@" >>"$logf" 2>&1 </dev/null ) &
   echo $! > "$RUN/$name.pid"
+}
+
+# close_fds: close every descriptor above stderr of this (sub)shell.
+close_fds() {
+  local fd
+  for fd in /proc/"$BASHPID"/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
 }
 
 # await NAME TIMEOUT CHECK...: wait for CHECK; fail with the log if the daemon dies or times out.
@@ -618,11 +632,52 @@ export PATH=$BIN:\$PATH
 EOF
 }
 
+# ---------------------------------------------------------------- faults (one component at a time)
+
+# signal_component SIGNAL NAME: send SIGNAL to the component's processes (none running: nothing).
+signal_component() {
+  local sig=$1 name=$2 exe pids
+  exe=$(exe_of "$name")
+  pids=$( { pid_of "$name"; pids_of_exe "$exe"; } | sort -u)
+  [ -n "$pids" ] || { log "$name is not running"; return 0; }
+  log "$name: SIG$sig to pid ${pids//$'\n'/ }"
+  # shellcheck disable=SC2086
+  kill "-$sig" $pids
+}
+
+# resume_paused: SIGCONT every component that a `pause` left stopped (state T).
+resume_paused() {
+  local c pid
+  for c in "${COMPONENTS[@]}"; do
+    pid=$(pid_of "$c")
+    if [ -n "$pid" ] && grep -q '^State:.*T' "/proc/$pid/status" 2>/dev/null; then
+      log "$c was paused; resuming it"
+      kill -CONT "$pid"
+    fi
+  done
+}
+
+cmd_kill() {
+  [ $# = 1 ] || die "usage: hack/cluster.sh kill COMPONENT (one of: ${COMPONENTS[*]})"
+  exe_of "$1" >/dev/null
+  local pids
+  pids=$( { pid_of "$1"; pids_of_exe "$(exe_of "$1")"; } | sort -u)
+  [ -n "$pids" ] || { log "$1 is not running"; return 0; }
+  log "killing $1 (pid ${pids//$'\n'/ })"
+  # a paused process gets SIGCONT too, so that it dies at once rather than when resumed
+  # shellcheck disable=SC2086
+  kill -CONT $pids 2>/dev/null || true
+  # shellcheck disable=SC2086
+  kill_and_wait KILL 5 $pids || die "$1 (pid $pids) survived SIGKILL"
+  rm -f "$RUN/$1.pid"
+}
+
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
   mkdir -p "$LOGS" "$RUN"
   local t0; t0=$(now_ms)
+  resume_paused
   if [ $# -gt 0 ]; then
     ensure_pki
     start "$1"
@@ -719,14 +774,17 @@ take_lock() {
 main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
-  case $cmd in up|down|reset) take_lock ;; esac
+  case $cmd in up|down|reset|kill) take_lock ;; esac
   case $cmd in
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status ;;
     reset) cmd_reset ;;
     env) print_env ;;
-    *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+    kill) cmd_kill "$@" ;;
+    pause) [ $# = 1 ] || die "usage: hack/cluster.sh pause COMPONENT"; signal_component STOP "$1" ;;
+    resume) [ $# = 1 ] || die "usage: hack/cluster.sh resume COMPONENT"; signal_component CONT "$1" ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
   esac
 }
 

@@ -20,7 +20,10 @@
 #                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
 #                               argoexec and our argoexec:dev in the same run, compared)
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
-# ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone.
+# ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone; on exit
+# (the run may have stopped components) it runs `cluster.sh up` and `argo.sh up` under the lock.
+# ARGOEXEC_E2E_TAGS (default e2e) and ARGOEXEC_E2E_PKGS (default ./test/e2e/...) choose what runs:
+# hack/e2e-faults.sh sets them for the fault suite (tags e2e,e2efaults, ./test/e2e/faults).
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -30,10 +33,31 @@ cd "$REPO_ROOT"
 # ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone and waits for the others to finish, and they for it.
 # The lock is on fd 9, which cluster.sh and argo.sh close for every daemon they start: a daemon
 # that kept it (an Argo controller restarted by this run) would hold the lock after the run ends
-# and keep every exclusive run waiting for ever.
+# and keep every exclusive run waiting for ever. flock alone would starve an exclusive run:
+# shared runs that start while it waits would still get in. So every run first passes the turn
+# lock (fd 8, released at once), which a waiting exclusive run holds: runs that come after it
+# wait until it has the testbed, and then until it is done.
 mkdir -p "$STATE"
-exec 9>"$STATE/e2e.lock"
-if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then flock -x 9; else flock -s 9; fi
+exec 9>"$STATE/e2e.lock" 8>"$STATE/e2e.turn"
+if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then
+  flock -x 8
+  flock -x 9
+  flock -u 8
+  # leave the testbed whole for the runs waiting on the lock, whatever the tests stopped
+  # shellcheck disable=SC2317 # run by the EXIT trap
+  restore_testbed() {
+    local rc=$?
+    log "exclusive run done: restoring the testbed (cluster.sh up, argo.sh up)"
+    "$HACK_DIR/cluster.sh" up >/dev/null || { log "WARNING: hack/cluster.sh up failed after the exclusive run"; rc=1; }
+    "$HACK_DIR/argo.sh" up >/dev/null || { log "WARNING: hack/argo.sh up failed after the exclusive run"; rc=1; }
+    exit "$rc"
+  }
+  trap restore_testbed EXIT
+else
+  flock -s 8
+  flock -s 9
+  flock -u 8
+fi
 
 t0=$(now_ms)
 if [ "${ARGOEXEC_E2E_SKIP_UP:-0}" != 1 ]; then
@@ -69,7 +93,8 @@ export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
 eval "$("$HACK_DIR/argo.sh" env)"
 
 rc=0
-go test -tags e2e -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-45m}" "$@" ./test/e2e/... || rc=$?
+read -ra e2e_pkgs <<<"${ARGOEXEC_E2E_PKGS:-./test/e2e/...}"
+go test -tags "${ARGOEXEC_E2E_TAGS:-e2e}" -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-45m}" "$@" "${e2e_pkgs[@]}" || rc=$?
 if [ "${E2E_IMAGE_FAILED:-0}" = 1 ]; then
   log "e2e: argoexec:dev failed to build (see above)"; [ $rc = 0 ] && rc=1
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything CI runs, in order: lint, unit tier, e2e tier on the real cluster.
+# Everything CI runs, in order: lint, unit tier, e2e tier on the real cluster, then the fault suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/verify.sh
@@ -7,6 +7,7 @@ hack/unit.sh
 FUZZTIME=${FUZZTIME:-10s} hack/fuzz.sh  # every fuzz target briefly (13 targets, about 3 min); make fuzz: 60s each
 if [ -x hack/e2e.sh ]; then
   hack/e2e.sh
+  hack/e2e-faults.sh
 else
   echo "e2e tier: hack/e2e.sh not present yet; unit tier only" >&2
 fi

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -31,6 +32,11 @@ type S3Config struct {
 	Credentials Credentials
 	// Progress times transfers and says how often long ones log.
 	Progress ProgressConfig
+	// Tries bounds the attempts of one request when the server cannot be
+	// reached or answers 5xx; minio-go backs off between them (from 200 ms,
+	// doubling, at most 1 s apart, with jitter). Zero means minio-go's
+	// default (10 attempts: about 6 s of an unreachable server).
+	Tries int
 }
 
 // S3 is the driver for artifacts in S3-compatible buckets: any bucket an
@@ -121,9 +127,10 @@ func (s *S3) client(ctx context.Context, loc wf.S3Artifact) (*minio.Client, erro
 		return c, nil
 	}
 	c, err := minio.New(k.endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(k.accessKey, k.secretKey, ""),
-		Secure: !k.insecure,
-		Region: k.region,
+		Creds:      credentials.NewStaticV4(k.accessKey, k.secretKey, ""),
+		Secure:     !k.insecure,
+		Region:     k.region,
+		MaxRetries: s.cfg.Tries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3: create client for %s: %w", k.endpoint, err)
@@ -237,8 +244,17 @@ func describe(op string, loc wf.S3Artifact, err error) error {
 		return fmt.Errorf("%s: bucket does not exist; create it or fix the bucket (artifactRepository.s3.bucket, archiveLocation.s3.bucket or the artifact's s3.bucket): %w", where, err)
 	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%s: credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.s3, archiveLocation.s3 or the artifact's s3): %w", where, err)
+	case isUnreachable(err):
+		return fmt.Errorf("%s: the S3 server did not answer, retried with backoff; is it up and reachable from the pod (endpoint, port, network policy)? %w", where, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
+}
+
+// isUnreachable says whether err is a failure to reach the server at all
+// (refused, reset, timed out, no route), as opposed to an answer.
+func isUnreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
 }
 
 func fileSHA256(r io.Reader) (string, error) {

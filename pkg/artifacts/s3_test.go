@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -188,6 +189,28 @@ func TestS3Errors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestS3Unreachable: an S3 server that does not answer is retried (Tries attempts), then an
+// error names the object, the endpoint, and what to check.
+func TestS3Unreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := l.Addr().String()
+	l.Close() // nothing listens there now: connection refused
+	s, err := NewS3(S3Config{Default: wf.S3Bucket{Endpoint: endpoint, Bucket: "bkt", Region: "us-east-1", Insecure: ptr(true)},
+		Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Tries: 1}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Save(context.Background(), writeFile(t, "x"), s3Art("wf/pod/a.tgz"))
+	for _, want := range []string{"s3: upload s3://bkt/wf/pod/a.tgz at " + endpoint, "the S3 server did not answer", "reachable from the pod", "connection refused"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Save: %v, want it to say %q", err, want)
+		}
 	}
 }
 

@@ -143,7 +143,8 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 // newReporter is how outputs are reported under o's protocol: the pod
 // annotation under ours; under Argo's a WorkflowTaskResult (the pod
 // annotation on 403), also returned as tr, which reports progress too. log
-// says when a result is cut to fit the annotation.
+// says when a result is cut to fit the annotation and when a report call
+// is retried.
 func (o *commonOptions) newReporter(restCfg *rest.Config, log *logrus.Entry) (rep executor.OutputReporter, tr *executor.TaskResultReporter, err error) {
 	client, err := kubeclient.New(restCfg)
 	if err != nil {
