@@ -179,6 +179,10 @@ setup_namespace() {
   local name=$1 ns mod
   ns=$(ns_of "$name"); mod=$(module_dir)
   "${KUBECTL[@]}" create namespace "$ns" --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
+  # Argo's examples run main as root: Pod Security restricted can only warn here (each pod's
+  # warning, in the controller's log, names the containers that violate it: main, not init/wait).
+  "${KUBECTL[@]}" label namespace "$ns" --overwrite pod-security.kubernetes.io/warn=restricted \
+    pod-security.kubernetes.io/warn-version=latest >/dev/null
   {
     cat "$mod/manifests/namespace-install/workflow-controller-rbac/workflow-controller-role.yaml"
     echo "---"
