@@ -34,7 +34,7 @@ TARGETS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --to) DEST=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
