@@ -10,7 +10,8 @@
 #
 # Two controllers side by side, one per executor image, each namespaced to its own namespace:
 #   upstream  namespace argo-upstream  --executor-image $ARGO_UPSTREAM_IMAGE (argoexec-argo:v3.3.8)
-#   ours      namespace argo-ours      --executor-image $ARGO_OURS_IMAGE     (argoexec:dev)
+#   ours      namespace argo-ours      --executor-image $ARGO_OURS_IMAGE     (argoexec:dev-argo: our
+#             image with sh and pidof, which Argo's controller runs in wait; hack/images.sh argoexec)
 # Both run all the time (about 40 MiB each), so one test run compares the two images without a
 # restart. ARGO_CONTROLLERS (default "upstream ours") picks which to start.
 # Each: log $STATE/logs/argo-controller-NAME.log, pid $STATE/run/argo-controller-NAME.pid,
@@ -22,7 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
 ARGO_UPSTREAM_IMAGE=${ARGO_UPSTREAM_IMAGE:-${ARGOEXEC_ARGO_IMAGE:-argoexec-argo:v3.3.8}}
-ARGO_OURS_IMAGE=${ARGO_OURS_IMAGE:-argoexec:dev}
+ARGO_OURS_IMAGE=${ARGO_OURS_IMAGE:-argoexec:dev-argo}
 ARGO_CONTROLLERS=${ARGO_CONTROLLERS:-upstream ours}
 ARGO_STATE=$STATE/argo
 CONTROLLER_EXE=$BIN/argo-workflow-controller
@@ -178,6 +179,10 @@ setup_namespace() {
   local name=$1 ns mod
   ns=$(ns_of "$name"); mod=$(module_dir)
   "${KUBECTL[@]}" create namespace "$ns" --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
+  # Argo's examples run main as root: Pod Security restricted can only warn here (each pod's
+  # warning, in the controller's log, names the containers that violate it: main, not init/wait).
+  "${KUBECTL[@]}" label namespace "$ns" --overwrite pod-security.kubernetes.io/warn=restricted \
+    pod-security.kubernetes.io/warn-version=latest >/dev/null
   {
     cat "$mod/manifests/namespace-install/workflow-controller-rbac/workflow-controller-role.yaml"
     echo "---"

@@ -2,31 +2,39 @@
 # hack/images.sh — build the testbed's images by hand (no registry, no docker build) as
 # docker-save tarballs and import them into containerd (namespace k8s.io) and dockerd.
 #
-#   hack/images.sh [--to containerd|docker|all] [IMAGE...]
+#   hack/images.sh [--to containerd|docker|all|none] [IMAGE...]
 #
 # IMAGE: pause (docker.io/library/pause:local, the pod sandbox), busybox (busybox:local),
-#        argoexec (argoexec:dev: ./cmd/argoexec and ./cmd/workflow-controller, static).
+#        argoexec: two images from one build (hack/build.sh: argoexec, argoexec-main,
+#        workflow-controller, static), as the Dockerfile's targets make them:
+#          argoexec:dev       (target default) the binaries and the CA bundle, nothing else
+#          argoexec:dev-argo  (target argo) plus a static busybox as sh and pidof only, which
+#                             Argo's controller needs in wait (hack/argo.sh's "ours")
+#        and their Docker build context ($ARGOEXEC_IMAGES_DIR/argoexec.context), so that
+#        `docker build -f Dockerfile [--target argo] CONTEXT` makes the same images.
 #        For Argo's own controller (hack/argo.sh; not in the default set):
 #        argo-examples (one Debian bookworm rootfs under the public names Argo's examples use:
 #        docker/whalesay, alpine:*, debian:*, python:alpine3.6 ...), argosay
 #        (argoproj/argosay:v2), argoexec-argo (Argo's own argoexec v3.3.8, $ARGOEXEC_ARGO_IMAGE).
 # Default: pause busybox argoexec, into every destination whose daemon answers. An image whose config
 # digest is unchanged since the last import into a destination is not imported again.
-# Tarballs land in $ARGOEXEC_CACHE/images/<name>.tar (outside the repo).
-# ARGOEXEC_DEV_IMAGE renames argoexec:dev (for example argoexec:wt-faults), so that two working
-# trees can test their own builds on one testbed without overwriting each other's image.
+# Tarballs land in $ARGOEXEC_IMAGES_DIR/<name>.tar ($ARGOEXEC_CACHE/images, outside the repo);
+# --to none only writes them.
+# ARGOEXEC_DEV_IMAGE renames argoexec:dev (for example argoexec:wt-faults; the Argo variant is
+# then argoexec:wt-faults-argo), so that two working trees can test their own builds on one
+# testbed without overwriting each other's image.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-IMG_DIR=$CACHE/images
+IMG_DIR=${ARGOEXEC_IMAGES_DIR:-$CACHE/images}
 MARKS=$STATE/images
 DEST=auto
 TARGETS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --to) DEST=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
@@ -35,6 +43,8 @@ mkdir -p "$IMG_DIR" "$MARKS"
 DEV_IMAGE=${ARGOEXEC_DEV_IMAGE:-argoexec:dev}
 DEV_NAME=argoexec # file name of the argoexec image's tarball, id and import marks
 [ "$DEV_IMAGE" = argoexec:dev ] || DEV_NAME=argoexec-${DEV_IMAGE//[^a-zA-Z0-9._-]/-}
+DEV_ARGO_IMAGE=$DEV_IMAGE-argo # the variant with sh and pidof, for Argo's controller
+[[ ${DEV_IMAGE##*/} == *:* ]] || DEV_ARGO_IMAGE=$DEV_IMAGE:latest-argo
 
 containerd_up() { ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 docker_up() { curl -sf --max-time 2 --unix-socket "$DOCKER_SOCK" http://docker/_ping >/dev/null 2>&1; }
@@ -97,25 +107,41 @@ build_busybox() {
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"],"WorkingDir":"/"}'
 }
 
-# argoexec:dev mirrors the Dockerfile: FROM scratch, CA bundle, /bin/argoexec and /bin/argoexec-main
-# (hack/build.sh), static busybox as
-# /bin/sh and /bin/pidof only, USER 8737:8737, ENTRYPOINT /bin/argoexec; plus
-# /bin/workflow-controller when ./cmd/workflow-controller exists.
+# argoexec_context DIR: the Dockerfile's build context, from which build_argoexec also packs
+# the images: bin/ (hack/build.sh's static binaries), ca-certificates.crt, and argo/bin/ (a
+# static busybox linked as sh and pidof only: Argo's controller stops a step with
+# `sh -c 'kill -15 $(pidof argoexec)'` in wait).
+argoexec_context() {
+  local c=$1 bb=/bin/busybox ca=/etc/ssl/certs/ca-certificates.crt
+  [ -f $ca ] || die "$ca missing: apt-get install ca-certificates"
+  [ -x $bb ] || die "busybox-static is not installed (hack/cluster.sh up installs it)"
+  ldd $bb >/dev/null 2>&1 && die "$bb is not static: install busybox-static"
+  rm -rf "$c"; mkdir -p "$c/bin" "$c/argo/bin"
+  OUT=$c/bin "$REPO_ROOT/hack/build.sh" >&2 || die "building the argoexec binaries failed (hack/build.sh)"
+  cp $ca "$c/ca-certificates.crt"; chmod 0644 "$c/ca-certificates.crt"
+  cp $bb "$c/argo/bin/busybox"
+  ln -s busybox "$c/argo/bin/sh"; ln -s busybox "$c/argo/bin/pidof"
+}
+
+# argoexec:dev and argoexec:dev-argo, as the Dockerfile's targets default and argo lay out
+# the context (keep the two in step; TestDockerfileMatchesImagesSh compares them): FROM scratch,
+# bin/ at /bin, the CA bundle at /etc/ssl/certs/ca-certificates.crt, USER 8737:8737,
+# PATH=/bin, WORKDIR /, ENTRYPOINT /bin/argoexec; the argo target adds argo/bin/ at /bin.
+ARGOEXEC_IMAGE_CONFIG='{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
 build_argoexec() {
   if ! compgen -G "$REPO_ROOT/cmd/argoexec/*.go" >/dev/null; then
     log "skipping argoexec:dev: ./cmd/argoexec does not exist yet"
     return 1
   fi
-  local r=$IMG_DIR/$DEV_NAME.rootfs
-  rm -rf "$r"; mkdir -p "$r/bin" "$r/etc/ssl/certs"
-  [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/"
-  OUT=$r/bin "$REPO_ROOT/hack/build.sh" >&2 || die "building the argoexec binaries failed (hack/build.sh)"
-  # Argo's controller stops a step with `sh -c 'kill -15 $(pidof argoexec)'` in wait: a static
-  # busybox provides exactly sh and pidof (no other applet is linked).
-  cp /bin/busybox "$r/bin/busybox"
-  ln -sf busybox "$r/bin/sh"; ln -sf busybox "$r/bin/pidof"
-  pack "$DEV_NAME" "$(normalize_ref "$DEV_IMAGE")" "$r" \
-    '{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
+  local c=$IMG_DIR/argoexec.context r=$IMG_DIR/$DEV_NAME.rootfs
+  [ "$DEV_NAME" = argoexec ] || c=$IMG_DIR/$DEV_NAME.context
+  argoexec_context "$c"
+  rm -rf "$r"; mkdir -p "$r/etc/ssl/certs"
+  cp -a "$c/bin" "$r/bin"; cp -a "$c/ca-certificates.crt" "$r/etc/ssl/certs/"
+  pack "$DEV_NAME" "$(normalize_ref "$DEV_IMAGE")" "$r" "$ARGOEXEC_IMAGE_CONFIG"
+  cp -a "$c/argo/bin/." "$r/bin/"
+  pack "$DEV_NAME-argo" "$(normalize_ref "$DEV_ARGO_IMAGE")" "$r" "$ARGOEXEC_IMAGE_CONFIG"
+  rm -rf "$r"
 }
 
 # ---------------------------------------------------------------- images for Argo's controller
@@ -223,6 +249,7 @@ ref_of() {
     pause) echo "$PAUSE_IMAGE" ;;
     busybox) echo docker.io/library/busybox:local ;;
     "$DEV_NAME") normalize_ref "$DEV_IMAGE" ;;
+    "$DEV_NAME-argo") normalize_ref "$DEV_ARGO_IMAGE" ;;
     argo-examples) echo "${ARGO_EXAMPLE_TAGS[0]}" ;;
     argosay) echo docker.io/argoproj/argosay:v2 ;;
     argoexec-argo) normalize_ref "$ARGOEXEC_ARGO_IMAGE" ;;
@@ -260,25 +287,29 @@ case $DEST in
   containerd) to_containerd=1 ;;
   docker) to_docker=1 ;;
   all) to_containerd=1; to_docker=1 ;;
+  none) ;;
   auto) containerd_up && to_containerd=1; docker_up && to_docker=1 ;;
-  *) die "--to: containerd, docker or all" ;;
+  *) die "--to: containerd, docker, all or none" ;;
 esac
 [ $to_containerd = 1 ] && ! containerd_up && die "containerd is not running: hack/cluster.sh up"
 [ $to_docker = 1 ] && ! docker_up && die "dockerd is not running: hack/cluster.sh up"
-[ $to_containerd = 1 ] || [ $to_docker = 1 ] || log "no daemon running: building tarballs only"
+[ $to_containerd = 1 ] || [ $to_docker = 1 ] || log "no destination: building tarballs only"
 
 t0=$(now_ms)
 for t in "${TARGETS[@]}"; do
+  names=("$t")
   case $t in
     pause) build_pause ;;
     busybox) build_busybox ;;
-    argoexec) build_argoexec || continue; t=$DEV_NAME ;;
+    argoexec) build_argoexec || continue; names=("$DEV_NAME" "$DEV_NAME-argo") ;;
     argo-examples) build_argo_examples ;;
     argosay) build_argosay ;;
     argoexec-argo) build_argoexec_argo ;;
     *) die "unknown image $t (pause, busybox, argoexec, argo-examples, argosay, argoexec-argo)" ;;
   esac
-  [ $to_containerd = 1 ] && import_containerd "$t"
-  [ $to_docker = 1 ] && import_docker "$t"
+  for n in "${names[@]}"; do
+    [ $to_containerd = 1 ] && import_containerd "$n"
+    [ $to_docker = 1 ] && import_docker "$n"
+  done
 done
 log "images done in $(( $(now_ms) - t0 )) ms"

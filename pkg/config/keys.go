@@ -43,7 +43,7 @@ func ourKeys() []KeyDoc {
 		{"executor.args", "", "Extra arguments appended to `argoexec init|wait`, e.g. --loglevel=debug."},
 		{"executor.env", "", "Extra environment variables for init and wait; names starting with ARGO_ are reserved."},
 		{"executor.resources", "", "Resource requests and limits of init and wait."},
-		{"executor.securityContext", "", "Security context of init and wait."},
+		{"executor.securityContext", "", "Security context of init and wait, used as it is. Unset: Pod Security restricted (see README, Pod Security); {} drops every default. With the docker backend, runAsNonRoot: true needs runAsGroup (the socket's group)."},
 		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main."},
 		{s3 + "endpoint", "", "host[:port] of the S3 service (no scheme)."},
 		{s3 + "bucket", "", "Bucket that holds the artifacts."},

@@ -75,6 +75,7 @@ func (b *builder) executorContainer(name string) corev1.Container {
 	}
 	c.Command = append(c.Command, name)
 	c.Env = append(b.executorEnv(), b.cfg.Executor.Env...)
+	c.SecurityContext = b.executorSecurityContext(name)
 	c.VolumeMounts = []corev1.VolumeMount{
 		varRunArgoMount(),
 		{Name: workflow.PodMetadataVolume, MountPath: workflow.PodMetadataPath, ReadOnly: true},
@@ -113,17 +114,7 @@ func (b *builder) shapeWaitForBackend(c *corev1.Container) {
 	case workflow.ExecutorDocker:
 		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvDockerSockPath, Value: b.cfg.DockerSockPath})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.DockerSockVolume, MountPath: b.cfg.DockerSockPath, ReadOnly: true})
-		// The socket is root's (mode 0660): wait runs as root unless the
-		// ConfigMap's executor.securityContext says otherwise (e.g. the
-		// socket's group in runAsGroup). The socket is root on the node
-		// anyway: that is the docker backend's price.
-		if c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil {
-			if c.SecurityContext == nil {
-				c.SecurityContext = &corev1.SecurityContext{}
-			}
-			root := int64(0)
-			c.SecurityContext.RunAsUser = &root
-		}
+		// The socket is root's: executorSecurityContext runs wait as root.
 	case workflow.ExecutorKubelet:
 		c.Env = append(c.Env,
 			fieldEnv(workflow.EnvKubeletHost, "status.hostIP"),

@@ -64,6 +64,9 @@ func build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkExecutorSecurity(cfg, backend); err != nil {
+		return nil, err
+	}
 	t, err := SubstituteInputs(tmpl)
 	if err != nil {
 		return nil, err

@@ -56,7 +56,8 @@ func Fields() []Field {
 		{"priorityClassName", Applied, "pod spec priorityClassName.", when(func(t *workflow.Template) bool { return t.PriorityClassName != "" })},
 		{"priority", Applied, "pod spec priority.", when(func(t *workflow.Template) bool { return t.Priority != nil })},
 		{"hostAliases", Applied, "pod spec hostAliases.", when(func(t *workflow.Template) bool { return t.HostAliases != nil })},
-		{"securityContext", Applied, "pod spec securityContext.", when(func(t *workflow.Template) bool { return t.SecurityContext != nil })},
+		{"securityContext", Applied, "pod spec securityContext: it applies to every container, init and wait included, where the container's own securityContext leaves a field unset. " +
+			"init and wait carry Pod Security restricted on their own (README, Pod Security); main's and the sidecars' are the template's: for a restricted namespace set theirs.", when(func(t *workflow.Template) bool { return t.SecurityContext != nil })},
 		{"serviceAccountName", Applied, "pod spec serviceAccountName, over --service-account (it needs the backend's RBAC, see manifests/).", when(func(t *workflow.Template) bool { return t.ServiceAccountName != "" })},
 		{"automountServiceAccountToken", Refused, "false: init and wait authenticate with the pod's service-account token; drop it (true is accepted).",
 			when(func(t *workflow.Template) bool {

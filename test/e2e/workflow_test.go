@@ -137,8 +137,32 @@ func mustDecode(t *testing.T, data []byte, v any) {
 	}
 }
 
+// podSecurityLevel is the Pod Security level enforced on a backend's
+// workflow namespace: restricted for k8sapi and kubelet, whose init and
+// wait pass it by default (pkg/podspec) and whose test mains set their own
+// restricted context (mainSecurityContext). None for docker: its pods mount
+// the node's Docker socket (a hostPath, which baseline already refuses)
+// and its wait runs as root for the socket; TestDockerWorkflow runs them on
+// dockerd directly, not through the API server, so a level would not apply.
+func podSecurityLevel(backend string) []framework.Option {
+	if backend == wf.ExecutorDocker {
+		return nil
+	}
+	return []framework.Option{framework.PodSecurity("restricted")}
+}
+
+// mainSecurityContext is what Pod Security restricted asks of the test
+// templates' main and sidecars (a user's container: the template sets
+// it). busybox:local has no user of its own, so the uid is explicit.
+func mainSecurityContext() *corev1.SecurityContext {
+	sc := podspec.RestrictedSecurityContext()
+	uid := int64(1000)
+	sc.RunAsUser, sc.ReadOnlyRootFilesystem = &uid, nil
+	return sc
+}
+
 func newWfEnv(t *testing.T, backend string) *wfEnv {
-	f := framework.New(t)
+	f := framework.New(t, podSecurityLevel(backend)...)
 	applyOverlay(t, f, backend)
 	env := f.Env
 	u, err := url.Parse(env.S3Endpoint)
@@ -323,7 +347,8 @@ func workVolume() ([]corev1.Volume, []corev1.VolumeMount) {
 
 func (e *wfEnv) busybox(script string) *corev1.Container {
 	_, mounts := workVolume()
-	return &corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", script}, VolumeMounts: mounts}
+	return &corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", script}, VolumeMounts: mounts,
+		SecurityContext: mainSecurityContext()}
 }
 
 func (e *wfEnv) template(name, script string) *wf.Template {
@@ -356,7 +381,7 @@ func TestWorkflow(t *testing.T) {
 func (e *wfEnv) testScriptResult(t *testing.T) {
 	t.Parallel()
 	tmpl := &wf.Template{Name: "script", Script: &wf.ScriptTemplate{
-		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
 		Source:    "echo hello from the script\necho 7",
 	}}
 	r := e.run(t, "script", tmpl, nil, false)
@@ -480,7 +505,7 @@ func (e *wfEnv) testBigScript(t *testing.T) {
 	t.Parallel()
 	src := strings.Repeat("# padding line to make the script large\n", 200*1024/40) + "echo big script ran"
 	tmpl := &wf.Template{Name: "big", Script: &wf.ScriptTemplate{
-		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
 		Source:    src,
 	}}
 	r := e.run(t, "big-script", tmpl, nil, false)
@@ -493,7 +518,8 @@ const ignoreTERM = `trap '' TERM; while true; do sleep 1 & wait $!; done`
 
 func (e *wfEnv) sidecarTemplate(name string) *wf.Template {
 	tmpl := e.template(name, "sleep 2")
-	tmpl.Sidecars = []wf.UserContainer{{Container: corev1.Container{Name: "stubborn", Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", ignoreTERM}}}}
+	tmpl.Sidecars = []wf.UserContainer{{Container: corev1.Container{Name: "stubborn", Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c", ignoreTERM},
+		SecurityContext: mainSecurityContext()}}}
 	return tmpl
 }
 

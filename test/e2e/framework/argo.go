@@ -47,7 +47,7 @@ const LabelExecutor = "workflows.argoproj.io/container-runtime-executor"
 
 // ArgoController is one of hack/argo.sh's controllers.
 type ArgoController struct {
-	Name      string // "upstream" (Argo's own argoexec) or "ours" (argoexec:dev)
+	Name      string // "upstream" (Argo's own argoexec) or "ours" (argoexec:dev-argo)
 	Namespace string // ARGOEXEC_E2E_ARGO_NAMESPACE_<NAME> (argo-<name>)
 	Image     string // ARGOEXEC_E2E_ARGO_IMAGE_<NAME>: the controller's --executor-image
 }
@@ -65,7 +65,7 @@ func ArgoControllers() ([]ArgoController, error) {
 		case "upstream":
 			def = "argoexec-argo:v3.3.8"
 		case "ours":
-			def = "argoexec:dev"
+			def = "argoexec:dev-argo"
 		default:
 			return nil, fmt.Errorf("ARGOEXEC_E2E_ARGO_IMAGES: unknown %q (upstream, ours)", name)
 		}

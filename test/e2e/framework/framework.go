@@ -51,9 +51,26 @@ func RestConfig(env Env) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// New connects to the cluster and creates a namespace for the test, deleted when it ends.
+// Option adjusts the namespace New creates.
+type Option func(*corev1.Namespace)
+
+// PodSecurity labels the namespace pod-security.kubernetes.io/enforce=LEVEL
+// (restricted, baseline or privileged; latest version): the API server's
+// Pod Security admission then refuses every pod the level forbids.
+func PodSecurity(level string) Option {
+	return func(ns *corev1.Namespace) {
+		ns.Labels[LabelPodSecurityEnforce] = level
+		ns.Labels[LabelPodSecurityEnforce+"-version"] = "latest"
+	}
+}
+
+// LabelPodSecurityEnforce is the namespace label of Pod Security admission's enforced level.
+const LabelPodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
+// New connects to the cluster and creates a namespace for the test, deleted when it ends,
+// shaped by opts (none: unlabelled, which Pod Security admission treats as privileged).
 // It fails the test (it does not skip) when the cluster cannot be reached.
-func New(t testing.TB) *Framework {
+func New(t testing.TB, opts ...Option) *Framework {
 	t.Helper()
 	env := LoadEnv()
 	cfg, err := RestConfig(env)
@@ -65,7 +82,7 @@ func New(t testing.TB) *Framework {
 		t.Fatalf("client: %v", err)
 	}
 	f := &Framework{T: t, Env: env, Config: cfg, Client: client}
-	f.Namespace = f.createNamespace()
+	f.Namespace = f.createNamespace(opts)
 	return f
 }
 
@@ -99,13 +116,16 @@ func dnsName(s string) string {
 	return out
 }
 
-func (f *Framework) createNamespace() string {
+func (f *Framework) createNamespace(opts []Option) string {
 	t := f.T
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 	defer cancel()
 	name := "e2e-" + dnsName(t.Name()) + "-" + randSuffix()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelE2E: "true"}}}
+	for _, o := range opts {
+		o(ns)
+	}
 	if _, err := f.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s (is the testbed up? hack/cluster.sh status): %v", name, err)
 	}
