@@ -198,7 +198,7 @@ func binTemplate(e *wfEnv) *wf.Template {
 
 func longScript(e *wfEnv) *wf.Template {
 	return &wf.Template{Name: "long", Script: &wf.ScriptTemplate{
-		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+		Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
 		Source:    longOutput,
 	}}
 }

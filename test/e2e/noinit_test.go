@@ -22,7 +22,7 @@ func (e *wfEnv) scriptOnly(name string) *wf.Template {
 	return &wf.Template{Name: name,
 		Inputs: wf.Inputs{Parameters: []wf.Parameter{{Name: "who", Value: wf.AnyStringPtr("world")}}},
 		Script: &wf.ScriptTemplate{
-			Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}},
+			Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
 			Source:    "cat /proc/uptime\necho 'hello {{inputs.parameters.who}} <&>'",
 		}}
 }
