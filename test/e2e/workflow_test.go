@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -15,14 +14,10 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -47,87 +42,16 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// applyOverlay renders manifests/overlays/<backend> with kustomize and
-// creates its objects in the test's namespace, so the RBAC the tests run
-// under is exactly what the project ships. Cluster-scoped objects get the
-// namespace in their name and are deleted at the end.
+// applyOverlay is framework.ApplyOverlay.
 func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
 	t.Helper()
-	applyOverlayWith(t, f, backend, nil)
+	framework.ApplyOverlay(t, f, backend)
 }
 
-// applyOverlayWith is applyOverlay with edit, when not nil, applied to the
-// rules of each Role and ClusterRole before it is created (rbac_test.go
-// takes grants away).
-func applyOverlayWith(t *testing.T, f *framework.Framework, backend string, edit func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule) {
+// applyOverlayWith is framework.ApplyOverlayWith (rbac_test.go takes grants away with edit).
+func applyOverlayWith(t *testing.T, f *framework.Framework, backend string, edit framework.RuleEdit) {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(), "manifests", "overlays", backend))
-	if err != nil {
-		t.Fatalf("kustomize build manifests/overlays/%s: %v", backend, err)
-	}
-	ctx := f.Context()
-	for _, r := range res.Resources() {
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch r.GetKind() {
-		case "ServiceAccount":
-			var o corev1.ServiceAccount
-			mustDecode(t, data, &o)
-			o.Namespace = f.Namespace
-			_, err = f.Client.CoreV1().ServiceAccounts(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
-		case "ConfigMap":
-			continue // the tests build their own config
-		case "Role":
-			var o rbacv1.Role
-			mustDecode(t, data, &o)
-			o.Namespace = f.Namespace
-			if edit != nil {
-				o.Rules = edit(r.GetKind(), o.Name, o.Rules)
-			}
-			_, err = f.Client.RbacV1().Roles(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
-		case "RoleBinding":
-			var o rbacv1.RoleBinding
-			mustDecode(t, data, &o)
-			o.Namespace = f.Namespace
-			for i := range o.Subjects {
-				o.Subjects[i].Namespace = f.Namespace
-			}
-			_, err = f.Client.RbacV1().RoleBindings(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
-		case "ClusterRole":
-			var o rbacv1.ClusterRole
-			mustDecode(t, data, &o)
-			if edit != nil {
-				o.Rules = edit(r.GetKind(), o.Name, o.Rules)
-			}
-			o.Name += "-" + f.Namespace
-			_, err = f.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
-			name := o.Name
-			t.Cleanup(func() {
-				_ = f.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-			})
-		case "ClusterRoleBinding":
-			var o rbacv1.ClusterRoleBinding
-			mustDecode(t, data, &o)
-			o.Name += "-" + f.Namespace
-			o.RoleRef.Name += "-" + f.Namespace
-			for i := range o.Subjects {
-				o.Subjects[i].Namespace = f.Namespace
-			}
-			_, err = f.Client.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
-			name := o.Name
-			t.Cleanup(func() {
-				_ = f.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-			})
-		default:
-			t.Fatalf("overlay %s: unexpected kind %s", backend, r.GetKind())
-		}
-		if err != nil {
-			t.Fatalf("create %s %s from overlay %s: %v", r.GetKind(), r.GetName(), backend, err)
-		}
-	}
+	framework.ApplyOverlayWith(t, f, backend, edit)
 }
 
 func mustDecode(t *testing.T, data []byte, v any) {
@@ -162,53 +86,9 @@ func mainSecurityContext() *corev1.SecurityContext {
 }
 
 func newWfEnv(t *testing.T, backend string) *wfEnv {
-	f := framework.New(t, podSecurityLevel(backend)...)
-	applyOverlay(t, f, backend)
-	env := f.Env
-	u, err := url.Parse(env.S3Endpoint)
-	if err != nil || env.S3AccessKey == "" {
-		t.Fatalf("S3 endpoint %q / keys not set (hack/cluster.sh up writes %s/s3.env): %v", env.S3Endpoint, env.State, err)
-	}
-	s3, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(env.S3AccessKey, env.S3SecretKey, ""), Secure: u.Scheme == "https", Region: env.S3Region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := "e2e-" + f.Namespace
-	if len(bucket) > 63 {
-		bucket = bucket[:63]
-	}
-	ctx := f.Context()
-	if err := s3.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: env.S3Region}); err != nil {
-		t.Fatalf("make bucket %s: %v", bucket, err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for o := range s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-			_ = s3.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
-		}
-		_ = s3.RemoveBucket(ctx, bucket)
-	})
-	if _, err := f.Client.CoreV1().Secrets(f.Namespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials"},
-		StringData: map[string]string{"accesskey": env.S3AccessKey, "secretkey": env.S3SecretKey},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	insecure := u.Scheme != "https"
-	cfg := config.Default()
-	cfg.ContainerRuntimeExecutor = backend
-	cfg.Executor.Image = env.ExecutorImage
-	cfg.Executor.ImagePullPolicy = corev1.PullNever
-	cfg.Executor.Args = []string{"--loglevel=debug"}
-	cfg.ArtifactRepository.S3 = &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{
-		Endpoint: u.Host, Bucket: bucket, Region: env.S3Region, Insecure: &insecure,
-		AccessKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "accesskey"},
-		SecretKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "secretkey"},
-	}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("test config: %v", err)
-	}
-	return &wfEnv{f: f, backend: backend, cfg: cfg, s3: s3, bucket: bucket}
+	t.Helper()
+	se := framework.NewStepEnv(t, backend, podSecurityLevel(backend)...)
+	return &wfEnv{f: se.F, backend: backend, cfg: se.Config, s3: se.S3, bucket: se.Bucket}
 }
 
 // stepResult is what a step left behind.

@@ -39,11 +39,11 @@ type StepEnv struct {
 	Bucket  string
 }
 
-// NewStepEnv makes the namespace, RBAC, bucket and config for backend; all of it is removed
-// when the test ends.
-func NewStepEnv(t *testing.T, backend string) *StepEnv {
+// NewStepEnv makes the namespace (with opts), RBAC, bucket and config for backend; all of it
+// is removed when the test ends.
+func NewStepEnv(t *testing.T, backend string, opts ...Option) *StepEnv {
 	t.Helper()
-	f := New(t)
+	f := New(t, opts...)
 	ApplyOverlay(t, f, backend)
 	env := f.Env
 	u, err := url.Parse(env.S3Endpoint)
@@ -97,6 +97,17 @@ func NewStepEnv(t *testing.T, backend string) *StepEnv {
 // Cluster-scoped objects get the namespace in their name and are deleted at the end.
 func ApplyOverlay(t *testing.T, f *Framework, backend string) {
 	t.Helper()
+	ApplyOverlayWith(t, f, backend, nil)
+}
+
+// RuleEdit changes the rules of a Role or ClusterRole (kind, name) of an overlay before it is
+// created; the RBAC subtraction test takes grants away with it.
+type RuleEdit func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule
+
+// ApplyOverlayWith is ApplyOverlay with edit, when not nil, applied to each Role's and
+// ClusterRole's rules.
+func ApplyOverlayWith(t *testing.T, f *Framework, backend string, edit RuleEdit) {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(RepoRoot(), "manifests", "overlays", backend))
 	if err != nil {
@@ -108,13 +119,13 @@ func ApplyOverlay(t *testing.T, f *Framework, backend string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.createOverlayObject(ctx, t, r.GetKind(), data); err != nil {
+		if err := f.createOverlayObject(ctx, t, r.GetKind(), data, edit); err != nil {
 			t.Fatalf("create %s %s from overlay %s: %v", r.GetKind(), r.GetName(), backend, err)
 		}
 	}
 }
 
-func (f *Framework) createOverlayObject(ctx context.Context, t *testing.T, kind string, data []byte) error {
+func (f *Framework) createOverlayObject(ctx context.Context, t *testing.T, kind string, data []byte, edit RuleEdit) error {
 	decode := func(v any) error {
 		if err := wf.DecodeStrict(data, v); err != nil {
 			return fmt.Errorf("decode %s: %w", data, err)
@@ -138,6 +149,9 @@ func (f *Framework) createOverlayObject(ctx context.Context, t *testing.T, kind 
 			return err
 		}
 		o.Namespace = f.Namespace
+		if edit != nil {
+			o.Rules = edit(kind, o.Name, o.Rules)
+		}
 		_, err = f.Client.RbacV1().Roles(f.Namespace).Create(ctx, &o, metav1.CreateOptions{})
 	case "RoleBinding":
 		var o rbacv1.RoleBinding
@@ -153,6 +167,9 @@ func (f *Framework) createOverlayObject(ctx context.Context, t *testing.T, kind 
 		var o rbacv1.ClusterRole
 		if err := decode(&o); err != nil {
 			return err
+		}
+		if edit != nil {
+			o.Rules = edit(kind, o.Name, o.Rules)
 		}
 		o.Name += "-" + f.Namespace
 		_, err = f.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
