@@ -128,7 +128,6 @@ func TestPodReporter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-1", Namespace: "ns",
 				Annotations: map[string]string{wf.AnnotationTemplate: strings.Repeat("t", templateBytes)}}}
-			client := fake.NewClientset(pod)
 			client, calls := validatingClient(pod)
 			r := &PodReporter{Pods: client.CoreV1().Pods("ns"), Namespace: "ns", Name: "wf-1"}
 			code := 0

@@ -113,7 +113,7 @@ func overlayGrants(t *testing.T, backend string) []grant {
 	return out
 }
 
-// without returns an applyOverlayWith edit that takes gs away: each rule is split into one rule
+// without returns a framework.ApplyOverlayWith edit that takes gs away: each rule is split into one rule
 // per resource, less the verbs taken away; a rule left without verbs is dropped.
 func without(gs ...grant) func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	return func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
@@ -291,7 +291,7 @@ func quoteLine(log string, g grant) string {
 func runRBACStep(t *testing.T, backend string, edit func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule) rbacStep {
 	t.Helper()
 	f := framework.New(t)
-	applyOverlayWith(t, f, backend, edit)
+	framework.ApplyOverlayWith(t, f, backend, edit)
 	cfg := config.Default()
 	cfg.ContainerRuntimeExecutor = backend
 	cfg.Executor.Image = f.Env.ExecutorImage

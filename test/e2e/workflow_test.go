@@ -42,18 +42,6 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// applyOverlay is framework.ApplyOverlay.
-func applyOverlay(t *testing.T, f *framework.Framework, backend string) {
-	t.Helper()
-	framework.ApplyOverlay(t, f, backend)
-}
-
-// applyOverlayWith is framework.ApplyOverlayWith (rbac_test.go takes grants away with edit).
-func applyOverlayWith(t *testing.T, f *framework.Framework, backend string, edit framework.RuleEdit) {
-	t.Helper()
-	framework.ApplyOverlayWith(t, f, backend, edit)
-}
-
 func mustDecode(t *testing.T, data []byte, v any) {
 	t.Helper()
 	if err := wf.DecodeStrict(data, v); err != nil {
