@@ -55,10 +55,13 @@ func TestPodSecurityAdmission(t *testing.T) {
 			cfg.Executor.Image = tc.f.Env.ExecutorImage
 			cfg.Executor.ImagePullPolicy = corev1.PullNever
 			cfg.Executor.SecurityContext = tc.executorSC
+			// An input artifact, so that the pod has init as well as wait (a script-only step
+			// has no init container). The pods are only admitted or refused, never run.
 			tmpl := &wf.Template{Name: "psa", Script: &wf.ScriptTemplate{
 				Container: corev1.Container{Image: tc.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
 				Source:    "echo hi",
 			}}
+			tmpl.Inputs.Artifacts = []wf.Artifact{{Name: "data", Path: "/in/data", S3: &wf.S3Artifact{Key: "psa/data.tgz"}}}
 			pod, err := podspec.Build(cfg, tmpl, podspec.Meta{PodName: "psa-" + tc.backend, Namespace: tc.f.Namespace})
 			if err != nil {
 				t.Fatalf("podspec.Build: %v", err)
