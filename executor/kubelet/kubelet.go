@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,6 +154,7 @@ type Executor struct {
 	rest   *rest.Config
 	client *http.Client
 	remote *podexec.RemoteExecer
+	clock  clock.Clock // paces get's retries; set by newEngine
 
 	// splitLogs is 0 until GetOutputStream learns whether the kubelet can
 	// return stdout alone, then 1 (yes) or 2 (no).
@@ -196,6 +198,7 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 
 // newEngine builds the exec engine over /exec and /pods, timed by clk.
 func (e *Executor) newEngine(clk clock.Clock) *podexec.Engine {
+	e.clock = clk
 	return podexec.New(podexec.Config{
 		Backend:            workflow.ExecutorKubelet,
 		Pod:                e.cfg.Namespace + "/" + e.cfg.PodName,
@@ -221,18 +224,52 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
+	delay := authRetryFirst
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			return nil, e.mapTransportError(err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
+		serr := e.statusError(resp, "get", path)
+		var se *StatusError
+		if attempt >= authRetryAttempts || !errors.As(serr, &se) || !authorizerUnreachable(se) {
+			return nil, serr
+		}
+		e.log.WithError(serr).WithField("retryIn", delay).Info("kubelet: could not check the grant with the API server; asking again")
+		t := e.clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, ctx.Err())
+		case <-t.C():
+		}
+		delay = min(2*delay, authRetryMaxDelay)
 	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return nil, e.mapTransportError(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, e.statusError(resp, "get", path)
-	}
-	return resp, nil
+}
+
+// A kubelet checks each request's grant with the API server (a
+// SubjectAccessReview); while it cannot reach it, as for a moment after the
+// API server restarts, it answers 500 "Authorization error (user=…, verb=…,
+// resource=nodes, subresource=proxy)". get asks again, authRetryAttempts
+// times at most, waiting authRetryFirst doubling to authRetryMaxDelay
+// (about 15 s in all).
+const (
+	authRetryAttempts = 6
+	authRetryFirst    = 500 * time.Millisecond
+	authRetryMaxDelay = 4 * time.Second
+)
+
+// authorizerUnreachable says whether se is the kubelet failing to check a
+// grant, not refusing it (which is a 403).
+func authorizerUnreachable(se *StatusError) bool {
+	return se.Code == http.StatusInternalServerError && strings.HasPrefix(se.Body, "Authorization error")
 }
 
 // GetOutputStream streams the named container's log from the kubelet's

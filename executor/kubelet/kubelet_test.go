@@ -405,6 +405,61 @@ func TestLogsForbidden(t *testing.T) {
 	}
 }
 
+// TestLogsAuthorizerUnreachable: while the kubelet cannot check a grant with
+// the API server (500 "Authorization error", as just after the API server
+// restarted) the request is asked again on a backoff; a kubelet that keeps
+// failing gives the error after authRetryAttempts tries.
+func TestLogsAuthorizerUnreachable(t *testing.T) {
+	const authErr = "Authorization error (user=" + testSA + ", verb=get, resource=nodes, subresource=proxy)"
+	for _, tc := range []struct {
+		name      string
+		failures  int
+		wantErr   string
+		wantTries int
+	}{
+		{name: "passes after two", failures: 2, wantTries: 3},
+		{name: "gives up", failures: 100, wantErr: "Authorization error", wantTries: authRetryAttempts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			var mu sync.Mutex
+			tries := 0
+			env.f.logs = func(w http.ResponseWriter, _ *http.Request) {
+				mu.Lock()
+				tries++
+				n := tries
+				mu.Unlock()
+				if n <= tc.failures {
+					serveStatus(http.StatusInternalServerError, authErr)(w, nil)
+					return
+				}
+				_, _ = io.WriteString(w, "hello\n")
+			}
+			clk := newStepClock(false)
+			x := withClock(env.executor(t), clk)
+			rc, err := x.GetOutputStream(ctxT(t), "main", true)
+			if tc.wantErr != "" {
+				wantContains(t, err, tc.wantErr, "500")
+			} else {
+				if err != nil {
+					t.Fatalf("GetOutputStream: %v", err)
+				}
+				b, _ := io.ReadAll(rc)
+				rc.Close()
+				if string(b) != "hello\n" {
+					t.Errorf("log %q, want hello", b)
+				}
+			}
+			if tries != tc.wantTries {
+				t.Errorf("%d requests, want %d", tries, tc.wantTries)
+			}
+			if got := clk.got(); len(got) != tc.wantTries-1 || got[0] != authRetryFirst {
+				t.Errorf("waited %v between tries, want %d waits from %v", got, tc.wantTries-1, authRetryFirst)
+			}
+		})
+	}
+}
+
 func TestTokenReadOnEveryRequest(t *testing.T) {
 	env := newEnv(t)
 	env.f.setPods(servePods(pod(nil, "main")))
