@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -827,17 +828,7 @@ func figuresTable(order []string, all map[string][]*stepFigures, reps int) strin
 		}
 		// the kubelet's counters are every client's: show the fewest seen in a run (a key
 		// missing from any run is 0), which other clients cannot have added to
-		for k, v := range kub {
-			if len(v) < len(fs) {
-				delete(kub, k)
-				continue
-			}
-			m := v[0]
-			for _, x := range v {
-				m = min(m, x)
-			}
-			kub[k] = []int{m}
-		}
+		fewestInEveryRun(kub, len(fs))
 		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s (%s) | %s (%s) | %.1f MiB (%.1f) | %.1f MiB | %d ms (%d) | %s | %s |\n",
 			image, backend, len(fs), reps,
 			ms(argoMedian(e2r)), ms(argoQuantile(e2r, 0.9)), ms(argoMedian(c2d)), ms(argoQuantile(c2d, 0.9)),
@@ -879,4 +870,17 @@ func countsSummary(total int, m map[string][]int) string {
 		return "—"
 	}
 	return s
+}
+
+// fewestInEveryRun keeps, for each kubelet counter, the fewest requests seen in one of runs
+// runs, and drops a counter that some run did not see (it was 0 there): the kubelet's
+// counters are every client's, and the fewest is what other clients cannot have added to.
+func fewestInEveryRun(kub map[string][]int, runs int) {
+	for k, v := range kub {
+		if len(v) < runs {
+			delete(kub, k)
+			continue
+		}
+		kub[k] = []int{slices.Min(v)}
+	}
 }

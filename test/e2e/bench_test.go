@@ -1007,17 +1007,7 @@ func (b *bench) report(t *testing.T) (string, map[string]string) {
 				kub[kk] = append(kub[kk], v)
 			}
 		}
-		for kk, v := range kub {
-			if len(v) < len(ss) {
-				delete(kub, kk)
-				continue
-			}
-			m := v[0]
-			for _, x := range v {
-				m = min(m, x)
-			}
-			kub[kk] = []int{m}
-		}
+		fewestInEveryRun(kub, len(ss))
 		req, which := "not audited", "—"
 		if len(total) > 0 {
 			s := benchreport.Summarize(total)
