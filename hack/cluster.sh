@@ -492,6 +492,24 @@ start_apiserver() {
     --audit-policy-file "$AUDIT_POLICY" --audit-log-path "$AUDIT_LOG" \
     --audit-log-maxsize 100 --audit-log-maxbackup 1 --audit-log-format json
   await apiserver 90 apiserver_ready || fail_start apiserver
+  await apiserver 30 rbac_ready || fail_start apiserver
+  # Restarted under a running scheduler and controller-manager (the fault suite): their informers
+  # met the 403s above and back off for up to a minute (client-go's reflector), which left new
+  # pods Pending for 30-90 s. Start them afresh, as a restarted control plane would.
+  local c
+  for c in scheduler controller-manager; do
+    if running "$c"; then
+      stop_component "$c"
+      start "$c"
+    fi
+  done
+}
+
+# rbac_ready: the scheduler's identity may list pods. An API server that has just started says
+# ok on /readyz but answers 403 until its RBAC informers are filled (a second or two here).
+rbac_ready() {
+  curl -sf -o /dev/null --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/scheduler.crt" --key "$PKI/scheduler.key" \
+    "https://$NODE_IP:$APISERVER_PORT/api/v1/pods?limit=1"
 }
 
 local_healthz() { curl -skf --max-time 2 "https://127.0.0.1:$1/healthz" | grep -q ok; }

@@ -105,7 +105,7 @@ func (e *Executor) newEngine(ex podexec.Execer, clk clock.Clock) *podexec.Engine
 		Backend:            workflow.ExecutorK8sAPI,
 		Pod:                e.podRef(),
 		Exec:               execer{e: e, next: ex},
-		Source:             watchSource{e},
+		Source:             watchSource{e: e, clock: clk},
 		Log:                e.log,
 		Clock:              clk,
 		KillSettle:         e.cfg.KillSettle,

@@ -292,6 +292,107 @@ func TestWaitWatchForbidden(t *testing.T) {
 	}
 }
 
+// TestWaitRewatchRefusedAfterRestart: once the watch has worked, a re-watch
+// refused with 403 or 401 (an API server that has just restarted, before
+// its RBAC caches are filled; a token just rotated) is retried, and Wait
+// ends with the exit it then sees. The fault suite's APIServerDown10s on
+// k8sapi failed on this before.
+func TestWaitRewatchRefusedAfterRestart(t *testing.T) {
+	forbidden := func(*watch.FakeWatcher) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, podName, errors.New("RBAC: not yet"))
+	}
+	x, _, ws := newTest(t, Config{NoExecWait: true}, nil, []*corev1.Pod{mainRunning("10")},
+		func(w *watch.FakeWatcher) error { w.Modify(mainRunning("11")); w.Stop(); return nil },
+		forbidden,
+		func(*watch.FakeWatcher) error { return apierrors.NewUnauthorized("token not yet valid") },
+		func(w *watch.FakeWatcher) error { w.Modify(mainDone("12", 0)); return nil },
+	)
+	if err := x.Wait(ctxT(t, 10*time.Second), []string{"main"}); err != nil {
+		t.Fatal(err)
+	}
+	if rvs, _ := ws.watches(); !slices.Equal(rvs, []string{"10", "11", "11", "11"}) {
+		t.Errorf("watches from %v, want [10 11 11 11]: the refused re-watches retried from the last version seen", rvs)
+	}
+}
+
+// TestRefused: which refusals podWatcher retries, and that it stops after
+// maxRefusals in a row.
+func TestRefused(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, podName, errors.New("denied"))
+	x, _, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("1")})
+	for _, tc := range []struct {
+		name   string
+		worked bool
+		err    error
+		want   bool
+	}{
+		{"first watch refused: the grant is missing", false, forbidden, false},
+		{"403 after a watch worked", true, forbidden, true},
+		{"401 after a watch worked", true, apierrors.NewUnauthorized("expired"), true},
+		{"500 is not a refusal", true, apierrors.NewInternalError(errors.New("x")), false},
+		{"connection refused is not a refusal", true, errors.New("dial tcp: connection refused"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &podWatcher{e: x, worked: tc.worked}
+			if got := w.refused("watch pod", tc.err); got != tc.want {
+				t.Errorf("refused(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		w := &podWatcher{e: x, worked: true}
+		n := 0
+		for w.refused("watch pod", forbidden) {
+			if n++; n > maxRefusals {
+				break
+			}
+		}
+		if n != maxRefusals {
+			t.Errorf("%d refusals retried in a row, want %d", n, maxRefusals)
+		}
+	})
+}
+
+// TestRelistRefusedAfterRestart: the GET after a 410 is retried on a 403
+// (the watch worked, so it is the restart), refusalDelay apart on the
+// engine's clock.
+func TestRelistRefusedAfterRestart(t *testing.T) {
+	x, client, _ := newTest(t, Config{}, nil, []*corev1.Pod{mainRunning("30")})
+	n := 0
+	client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if n++; n <= 2 {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, podName, errors.New("RBAC: not yet"))
+		}
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	s := watchSource{e: x, clock: clk}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.relist(ctxT(t, 10*time.Second), &podWatcher{e: x, worked: true})
+		done <- err
+	}()
+	var err error
+	for stepped := 0; ; {
+		if clk.HasWaiters() && stepped < 2 {
+			clk.Step(refusalDelay)
+			stepped++
+		}
+		select {
+		case err = <-done:
+		case <-time.After(time.Millisecond):
+			continue
+		}
+		break
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("%d GETs, want 3 (two refused, then the pod)", n)
+	}
+}
+
 // TestWaitHonoursContext: Wait ends with its context while the watch says
 // nothing and the exec session holds.
 func TestWaitHonoursContext(t *testing.T) {

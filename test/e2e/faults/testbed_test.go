@@ -5,6 +5,7 @@ package faults
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -64,8 +65,12 @@ func (tb testbed) pause(t *testing.T, component string) {
 
 func (tb testbed) resume(t *testing.T, component string) { t.Helper(); tb.run(t, "resume", component) }
 
-// etcdCompact compacts etcd's history up to its current revision (etcd's JSON gateway), so
-// that any watch from an older resourceVersion is answered 410 Gone.
+// etcdCompact moves etcd's revision on (three writes to a key outside the API server's
+// /registry) and compacts its history up to there (etcd's JSON gateway). Called while the API
+// server is down, it makes the restarted server's watch cache start past every resourceVersion
+// a client saw before, so a watch resumed from one is answered 410 Gone. (Without the writes
+// nothing moves the revision while the API server is down, and a client whose last version
+// is the current revision, as a bookmark leaves it, resumes with no 410.)
 func etcdCompact(ctx context.Context, t *testing.T) int64 {
 	t.Helper()
 	post := func(path string, body any, out any) {
@@ -87,6 +92,12 @@ func etcdCompact(ctx context.Context, t *testing.T) int64 {
 				t.Fatalf("etcd %s: %v", path, err)
 			}
 		}
+	}
+	for i := range 3 {
+		post("/v3/kv/put", map[string]string{
+			"key":   base64.StdEncoding.EncodeToString([]byte("/argoexec-faults/revision")),
+			"value": base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(i))),
+		}, nil)
 	}
 	var r struct {
 		Header struct {
