@@ -295,6 +295,14 @@ esac
 [ $to_docker = 1 ] && ! docker_up && die "dockerd is not running: hack/cluster.sh up"
 [ $to_containerd = 1 ] || [ $to_docker = 1 ] || log "no destination: building tarballs only"
 
+# One run at a time: the rootfs directories and tarballs under $IMG_DIR are shared by every
+# tree's runs (two e2e runs at once raced on busybox.rootfs: "rm: cannot remove
+# .../busybox.rootfs/bin: Directory not empty", CI 2026-12-01 16:25). A run waits here for the
+# other, a few seconds (most builds are skipped as unchanged).
+mkdir -p "$IMG_DIR"
+exec 7>"$IMG_DIR/.lock"
+flock 7
+
 t0=$(now_ms)
 for t in "${TARGETS[@]}"; do
   names=("$t")
