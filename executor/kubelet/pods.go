@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -220,6 +221,13 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 // decodePod reads a PodList from r and returns the item named
 // namespace/name, stopping at it. It never returns nil, nil: a list without
 // the pod is an error wrapping ErrPodNotFound.
+//
+// The list's top-level keys are read with encoding/json's tokenizer; the
+// items array, nearly all of the body, is split into items by itemScanner,
+// which only follows strings and brackets: encoding/json's Decoder, which
+// validates every byte, spent 4-5 ns per byte there (9-14 ms per read of a
+// 1.4 MB list of 253 pods, half of a kubelet wait's CPU; BENCHMARKS.md,
+// issue 14). Only the item that holds the pod's name is parsed as JSON.
 func decodePod(r io.Reader, namespace, name string) (*corev1.Pod, error) {
 	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
@@ -236,7 +244,7 @@ func decodePod(r io.Reader, namespace, name string) (*corev1.Pod, error) {
 			}
 			continue
 		}
-		pod, n, err := findItem(dec, namespace, name)
+		pod, n, err := findItem(dec, r, namespace, name)
 		if err != nil {
 			return nil, fmt.Errorf("decode PodList item %d: %w", n, err)
 		}
@@ -249,9 +257,10 @@ func decodePod(r io.Reader, namespace, name string) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("%w: %s/%s: the kubelet's PodList has no items", ErrPodNotFound, namespace, name)
 }
 
-// findItem walks the items array at dec and decodes the matching item. It
-// returns the pod (nil if absent) and how many items it looked at.
-func findItem(dec *json.Decoder, namespace, name string) (*corev1.Pod, int, error) {
+// findItem walks the items array at dec (whose input is r) and decodes the
+// matching item. It returns the pod (nil if absent) and how many items it
+// looked at.
+func findItem(dec *json.Decoder, r io.Reader, namespace, name string) (*corev1.Pod, int, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, 0, err
@@ -262,23 +271,27 @@ func findItem(dec *json.Decoder, namespace, name string) (*corev1.Pod, int, erro
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return nil, 0, fmt.Errorf("items: want an array, got %v", tok)
 	}
-	var (
-		raw json.RawMessage // reused: UnmarshalJSON appends into raw[:0]
-		hdr struct {
-			Metadata struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"metadata"`
-		}
-	)
+	// From here on the body is read by the scanner: what dec has buffered,
+	// then the rest of r. dec is not used again.
+	sc := itemScanner{r: bufio.NewReaderSize(io.MultiReader(dec.Buffered(), r), itemScanBuffer)}
+	var hdr struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
 	// Names are DNS labels: JSON never escapes them, so an item that does
 	// not hold "name" verbatim is not ours, and a byte search (far cheaper
 	// than a JSON decode) rules out most of the node's pods.
 	quoted := []byte(`"` + name + `"`)
 	n := 0
-	for dec.More() {
-		if err := dec.Decode(&raw); err != nil {
+	for {
+		raw, err := sc.next()
+		if err != nil {
 			return nil, n, err
+		}
+		if raw == nil {
+			return nil, n, nil
 		}
 		n++
 		if !bytes.Contains(raw, quoted) {
@@ -297,7 +310,132 @@ func findItem(dec *json.Decoder, namespace, name string) (*corev1.Pod, int, erro
 		}
 		return pod, n, nil
 	}
-	return nil, n, nil
+}
+
+// itemScanBuffer is the read buffer of itemScanner.
+const itemScanBuffer = 32 * 1024
+
+// itemScanner splits the elements of a JSON array of objects, read just
+// after its '[', into the raw bytes of each object. It follows only what
+// bounds an object (strings, their escapes, and brackets outside them), not
+// whether the object is valid JSON: the object that is used is parsed by
+// encoding/json, which says if it is not. One buffer is reused for every
+// item, so memory is bounded by the largest item, not the list.
+type itemScanner struct {
+	r     *bufio.Reader
+	raw   []byte
+	count int
+}
+
+// next returns the next object of the array, nil at its ']'. The slice is
+// valid until the next call.
+func (s *itemScanner) next() ([]byte, error) {
+	c, err := s.skipSpace()
+	if err != nil {
+		return nil, err
+	}
+	if c == ']' {
+		return nil, nil
+	}
+	if s.count > 0 {
+		if c != ',' {
+			return nil, fmt.Errorf("after an item: want ',' or ']', got %q", c)
+		}
+		if c, err = s.skipSpace(); err != nil {
+			return nil, err
+		}
+	}
+	if c != '{' {
+		return nil, fmt.Errorf("want an object, got %q", c)
+	}
+	s.count++
+	return s.object()
+}
+
+// skipSpace reads up to and including the next byte that is not JSON
+// white space, and returns it.
+func (s *itemScanner) skipSpace() (byte, error) {
+	for {
+		c, err := s.r.ReadByte()
+		if err != nil {
+			return 0, noEOF(err)
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c, nil
+	}
+}
+
+// object reads the rest of an object whose '{' has been read, and returns
+// the whole of it.
+func (s *itemScanner) object() ([]byte, error) {
+	s.raw = append(s.raw[:0], '{')
+	depth, inString, escaped := 1, false, false
+	for {
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				return nil, noEOF(err)
+			}
+		}
+		chunk, _ := s.r.Peek(s.r.Buffered())
+		i, end := 0, -1
+		if escaped { // the byte after a backslash that ended the last chunk
+			i, escaped = 1, false
+		}
+		for i < len(chunk) && end < 0 {
+			if inString {
+				q := bytes.IndexByte(chunk[i:], '"')
+				if q < 0 {
+					q = len(chunk) - i
+				}
+				if b := bytes.IndexByte(chunk[i:i+q], '\\'); b >= 0 {
+					i += b + 2 // the backslash and the byte it escapes
+					if i > len(chunk) {
+						i, escaped = len(chunk), true
+					}
+					continue
+				}
+				i += q
+				if i < len(chunk) { // the closing quote
+					inString = false
+					i++
+				}
+				continue
+			}
+			switch chunk[i] {
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					end = i + 1
+				}
+			}
+			i++
+		}
+		if end < 0 {
+			end = len(chunk)
+		}
+		s.raw = append(s.raw, chunk[:end]...)
+		if _, err := s.r.Discard(end); err != nil {
+			return nil, err
+		}
+		if depth == 0 {
+			return s.raw, nil
+		}
+	}
+}
+
+// noEOF makes an end of input inside the array an io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // expectDelim reads the next token and checks it is want.

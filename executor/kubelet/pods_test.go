@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -161,5 +162,75 @@ func BenchmarkDecodePodListWhole(b *testing.B) {
 		if err := json.NewDecoder(bytes.NewReader(body)).Decode(&list); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestItemScanner splits arrays whose strings hold what could be mistaken
+// for an object's end (brackets, quotes and backslashes escaped) with read
+// buffers small enough that every boundary falls inside a string, an escape
+// and a bracket somewhere, and checks each item against encoding/json's.
+func TestItemScanner(t *testing.T) {
+	bodies := map[string]string{
+		"brackets in strings":  `[{"a":"}]{["},{"b":"]"} , {"c":{"d":["}"]}}]`,
+		"escaped quotes":       `[{"a":"x\"}\"y"},{"b":"\\"},{"c":"\\\"}"}]`,
+		"escapes of all kinds": `[{"a":"\u005c\"\n\t\/\\\\"},{"b":"\\\\\\"}]`,
+		"white space":          " \n\t[ \r\n{ \"a\" : [ 1 , { } ] } \n,\n\t{}\n ] ",
+		"empty":                `[]`,
+		"nested depth":         `[{"a":{"b":{"c":{"d":[[[{}]]]}}}},{"e":"{{{{"}]`,
+	}
+	for name, body := range bodies {
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, size := range []int{16, 17, 19, 23, 4096} {
+			t.Run(fmt.Sprintf("%s/%d", name, size), func(t *testing.T) {
+				r := strings.NewReader(body[strings.IndexByte(body, '[')+1:])
+				sc := itemScanner{r: bufio.NewReaderSize(r, size)}
+				for i := 0; ; i++ {
+					raw, err := sc.next()
+					if err != nil {
+						t.Fatalf("item %d: %v", i, err)
+					}
+					if raw == nil {
+						if i != len(want) {
+							t.Fatalf("%d items, want %d", i, len(want))
+						}
+						return
+					}
+					if i >= len(want) {
+						t.Fatalf("item %d %q: want only %d", i, raw, len(want))
+					}
+					var got, exp bytes.Buffer
+					if err := json.Compact(&got, raw); err != nil {
+						t.Fatalf("item %d %q: %v", i, raw, err)
+					}
+					_ = json.Compact(&exp, want[i])
+					if got.String() != exp.String() {
+						t.Errorf("item %d = %s, want %s", i, got.String(), exp.String())
+					}
+				}
+			})
+		}
+	}
+	for name, body := range map[string]string{
+		"truncated in a string": `{"a":"}`,
+		"truncated":             `{"a":1`,
+		"no comma":              `{}{}]`,
+		"not an object":         `1]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			sc := itemScanner{r: bufio.NewReaderSize(strings.NewReader(body), 16)}
+			var err error
+			for range 3 {
+				var raw []byte
+				if raw, err = sc.next(); err != nil || raw == nil {
+					break
+				}
+			}
+			if err == nil {
+				t.Fatalf("scanning %q: no error", body)
+			}
+		})
 	}
 }

@@ -165,7 +165,13 @@ func (e *wfEnv) measureOutputs(t *testing.T, te *taskExits, kc *http.Client, nam
 		t.Fatalf("%s: the pod watch never showed the outputs annotation", name)
 	}
 	if started, ok := te.startOf(waitID); ok {
-		t.Logf("%s: wait's task started %s after main's exit", name, started.Sub(exited).Round(time.Millisecond))
+		// The kubelet starts a pod's containers one after the other, in the spec's order: wait,
+		// second, starts a container start after main, so after a main shorter than that.
+		ms := "?"
+		if mainStarted, ok := te.startOf(mainID); ok {
+			ms = fmt.Sprintf("%s after main's start; main ran %s", started.Sub(mainStarted).Round(time.Millisecond), exited.Sub(mainStarted).Round(time.Millisecond))
+		}
+		t.Logf("%s: wait's task started %s after main's exit (%s)", name, started.Sub(exited).Round(time.Millisecond), ms)
 	}
 	return reported.Sub(exited), reads
 }

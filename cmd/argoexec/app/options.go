@@ -66,6 +66,9 @@ type commonOptions struct {
 	// ArtifactRepository is the repository as JSON, without credentials.
 	ArtifactRepository       string
 	S3AccessKey, S3SecretKey string
+	// CPUProfile is the file to write a CPU profile of the run to
+	// (EnvCPUProfile); empty means none.
+	CPUProfile string
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
@@ -111,6 +114,7 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 	o.ArtifactRepository = getenv(wf.EnvArtifactRepository)
 	o.S3AccessKey = getenv(wf.EnvS3AccessKey)
 	o.S3SecretKey = getenv(wf.EnvS3SecretKey)
+	o.CPUProfile = getenv(EnvCPUProfile)
 	o.SidecarMode = getenv(wf.EnvSidecarMode)
 	if o.SidecarMode == "" {
 		o.SidecarMode = wf.SidecarModeNative

@@ -22,6 +22,7 @@ import (
 
 // runWait is what `argoexec wait` does once its options are valid.
 func runWait(ctx context.Context, o *WaitOptions) error {
+	defer startCPUProfile(o.CPUProfile, o.Log)()
 	usage := startStepUsage(ctx, clock.RealClock{})
 	defer usage.finish(o.Log)
 	flow, closeBackend, err := newFlow(ctx, &o.commonOptions, o.Log, true)
@@ -34,6 +35,7 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 
 // runInit is what `argoexec init` does once its options are valid.
 func runInit(ctx context.Context, o *InitOptions) error {
+	defer startCPUProfile(o.CPUProfile, o.Log)()
 	usage := startStepUsage(ctx, clock.RealClock{})
 	defer usage.finish(o.Log)
 	flow, _, err := newFlow(ctx, &o.commonOptions, o.Log, false)
