@@ -229,18 +229,18 @@ build_argosay() {
 # `tar -xf X.tgz` without -z (GNU tar detects gzip; busybox tar fails with "short read"). Its
 # resource templates run `kubectl` (the testbed's own v1.37.2, as Argo's image ships one) and jq.
 build_argoexec_argo() {
-  local exe=$BIN/argo-argoexec r=$IMG_DIR/argoexec-argo.rootfs key
+  local exe=$BIN/argo-argoexec r=$IMG_DIR/argo-argoexec.rootfs key
   [ -x "$exe" ] || die "$exe missing: hack/lib/build.sh argo"
   examples_rootfs
   local cfg='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["argoexec"],"WorkingDir":"/"}'
   [ -x "$BIN/kubectl" ] || die "$BIN/kubectl missing: hack/lib/build.sh k8s"
   key="$(cat "$IMG_DIR/argo-examples.rootfs.key") $(sha256sum "$exe" "$BIN/kubectl" | cut -d' ' -f1 | tr '\n' ' ')$ARGOEXEC_ARGO_IMAGE $cfg"
-  packed argoexec-argo "$key" && return 0
+  packed argo-argoexec "$key" && return 0
   rm -rf "$r"; cp -al "$IMG_DIR/argo-examples.rootfs" "$r"
   rm -f "$r/usr/local/bin/argoexec" "$r/usr/local/bin/kubectl"; cp "$exe" "$r/usr/local/bin/argoexec"
   cp "$BIN/kubectl" "$r/usr/local/bin/kubectl"
-  pack argoexec-argo "$(normalize_ref "$ARGOEXEC_ARGO_IMAGE")" "$r" "$cfg"
-  echo "$key" > "$IMG_DIR/argoexec-argo.key"
+  pack argo-argoexec "$(normalize_ref "$ARGOEXEC_ARGO_IMAGE")" "$r" "$cfg"
+  echo "$key" > "$IMG_DIR/argo-argoexec.key"
   rm -rf "$r"
 }
 
@@ -252,7 +252,7 @@ ref_of() {
     "$DEV_NAME-argo") normalize_ref "$DEV_ARGO_IMAGE" ;;
     argo-examples) echo "${ARGO_EXAMPLE_TAGS[0]}" ;;
     argosay) echo docker.io/argoproj/argosay:v2 ;;
-    argoexec-argo) normalize_ref "$ARGOEXEC_ARGO_IMAGE" ;;
+    argo-argoexec) normalize_ref "$ARGOEXEC_ARGO_IMAGE" ;;
   esac
 }
 
@@ -312,7 +312,9 @@ for t in "${TARGETS[@]}"; do
     argoexec) build_argoexec || continue; names=("$DEV_NAME" "$DEV_NAME-argo") ;;
     argo-examples) build_argo_examples ;;
     argosay) build_argosay ;;
-    argoexec-argo) build_argoexec_argo ;;
+    # files argo-argoexec.*: argoexec-argo.* are the default argoexec image's Argo variant
+    # (argoexec:dev-argo), and sharing the name let each build overwrite the other's tarball
+    argoexec-argo) build_argoexec_argo; names=(argo-argoexec) ;;
     *) die "unknown image $t (pause, busybox, argoexec, argo-examples, argosay, argoexec-argo)" ;;
   esac
   for n in "${names[@]}"; do
