@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -520,6 +521,7 @@ func (b *bench) bigArtifact(t *testing.T) {
 		envs[backend] = auditedEnv(t, newWfEnv(t, backend), runLabel+"-"+backend)
 	}
 	argos := []*framework.Argo{argoFor(t, "upstream", runLabel), argoFor(t, "ours", runLabel)}
+	t.Cleanup(func() { removeRunObjects(t, argos[0].S3, runLabel) })
 	yaml := fmt.Sprintf(benchBigWorkflow, b.cfg.bigMiB<<20)
 	for i := range b.cfg.bigReps {
 		for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
@@ -547,6 +549,38 @@ func (b *bench) bigArtifact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// removeRunObjects deletes the S3 objects of one run of the big-artifact steps (keys that start
+// with runLabel or bench/runLabel) from every bucket of the testbed's S3: Argo's artifact
+// repositories keep them, BIG_MIB per step (18 GiB for a full make bench), and a testbed disk
+// that fills makes the kubelet's image GC delete the pause image mid-run (make bench 2026-12-01
+// 16:05 UTC, ephemeral-storage pressure with 34 GB of earlier runs' artifacts in S3).
+func removeRunObjects(t *testing.T, s3 *minio.Client, runLabel string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	buckets, err := s3.ListBuckets(ctx)
+	if err != nil {
+		t.Logf("S3: list buckets to remove run %s's artifacts: %v", runLabel, err)
+		return
+	}
+	n := 0
+	for _, bk := range buckets {
+		for _, prefix := range []string{runLabel, "bench/" + runLabel} {
+			for o := range s3.ListObjects(ctx, bk.Name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+				if o.Err != nil {
+					t.Logf("S3: list %s/%s: %v", bk.Name, prefix, o.Err)
+					break
+				}
+				if err := s3.RemoveObject(ctx, bk.Name, o.Key, minio.RemoveObjectOptions{}); err != nil {
+					t.Logf("S3: remove %s/%s: %v", bk.Name, o.Key, err)
+					continue
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("S3: removed %d objects of run %s", n, runLabel)
 }
 
 // ---------------------------------------------------------------- figure 5, CopyFile

@@ -149,7 +149,8 @@ func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath stri
 		execDone <- err
 	}()
 
-	repackErr := archive.Repack(ctx, pr, bw, level)
+	in := &countingReader{r: pr}
+	repackErr := archive.Repack(ctx, in, bw, level)
 	if repackErr == nil {
 		// tar.Reader stops at the end-of-archive marker; let the remote tar
 		// finish writing its padding so it can exit.
@@ -171,6 +172,9 @@ func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath stri
 			return err
 		}
 		return notExist(fmt.Errorf("%w%s", withStderr(execErr, stderr), binaryHint(execErr, "tar")), stderr)
+	case errors.Is(repackErr, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the exec session ended without an error after %d bytes of the tar stream, so the connection closed "+
+			"before the end of it (the container runtime's streaming server, the kubelet or the API server cut it); the copy can be run again", repackErr, in.n)
 	case repackErr != nil:
 		return repackErr
 	}
@@ -178,6 +182,18 @@ func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath stri
 		return err
 	}
 	return f.Close()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // splitPath splits a container path into the directory tar changes into and

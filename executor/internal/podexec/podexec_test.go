@@ -218,7 +218,7 @@ func TestCopyFile(t *testing.T) {
 				_, err := stdout.Write(good[:1024]) // out/a whole, nothing after
 				return err
 			},
-			wantErrs: []string{"end-of-archive marker", "/tmp/out"},
+			wantErrs: []string{"end-of-archive marker", "/tmp/out", "ended without an error after 1024 bytes"},
 			wantIs:   io.ErrUnexpectedEOF,
 		},
 		{
@@ -229,7 +229,8 @@ func TestCopyFile(t *testing.T) {
 				_, err := stdout.Write(good[:5000]) // inside out/b/c
 				return err
 			},
-			wantErrs: []string{"unexpected EOF"},
+			wantErrs: []string{"unexpected EOF", "ended without an error after 5000 bytes", "closed before the end"},
+			wantIs:   io.ErrUnexpectedEOF,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
