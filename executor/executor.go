@@ -1,8 +1,9 @@
 // Package executor holds the ContainerRuntimeExecutor interface that every
-// backend implements, the errors they share, and the WorkflowExecutor that runs
-// the init and wait flows over that interface.
+// backend implements and the errors they share: the backend contract.
 //
 // Backends live in executor/{k8sapi,kubelet,docker}; only cmd/ imports them.
+// The init and wait flows over this interface are executor/flow; the
+// controller protocols they serve, executor/protocol/{native,argo}.
 package executor
 
 import (

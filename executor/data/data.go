@@ -17,8 +17,8 @@ import (
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// Reporter publishes the outputs (executor.TaskResultReporter under Argo's
-// controller, executor.PodReporter under ours).
+// Reporter publishes the outputs (argo.TaskResultReporter under Argo's
+// controller, report.PodReporter under ours).
 type Reporter interface {
 	Report(ctx context.Context, outputs *wf.NodeOutputs) error
 }

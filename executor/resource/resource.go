@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
-	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -83,7 +83,7 @@ type Executor struct {
 	// shortcuts such as cm expanded).
 	Mapper meta.RESTMapper
 	// Reporter reports the output parameters (a WorkflowTaskResult under Argo).
-	Reporter executor.OutputReporter
+	Reporter flow.OutputReporter
 	// Clock paces polling, retries and the deadline; nil means the real clock.
 	Clock clock.WithTickerAndDelayedExecution
 	// Log is the command's logger.

@@ -1,8 +1,10 @@
 // Package artifacts moves artifacts between local files and where they are
-// stored: S3-compatible buckets (S3), URLs (HTTP, download only) and data
-// inline in the template (raw). Each kind is a Driver; a Store picks the
-// driver by the artifact's location, applies the caller's bucket policy,
-// and unpacks tarballs on load. Every transfer reports through one Progress.
+// stored. Each kind of store argoexec implements (S3-compatible buckets,
+// URLs for download, data inline in the template) is a Driver registered
+// once in Kinds; a Store picks the driver by the kind of the artifact's
+// location, refuses a kind it has no driver for before any transfer
+// (Store.Check), applies the caller's bucket policy, and unpacks tarballs on
+// load. Every transfer reports through one Progress.
 package artifacts
 
 import (
@@ -65,49 +67,72 @@ func RepositoryOnly(repo wf.S3Bucket) BucketPolicy {
 
 // StoreConfig holds a Store's drivers and policy.
 type StoreConfig struct {
-	// S3 moves s3 artifacts (an *S3); nil makes them an error that says to
-	// configure a repository.
-	S3 Driver
-	// HTTP downloads http artifacts; nil means NewHTTP(HTTPConfig{}, log).
-	HTTP Driver
+	// Drivers move artifacts, by the kind of location they serve
+	// (workflow.KindS3 ...). A kind in Kinds missing here is not
+	// configured; http and raw, which need no configuration, are added when
+	// absent.
+	Drivers map[string]Driver
 	// Allow checks every s3 location before it is used; nil allows any.
 	Allow BucketPolicy
 }
 
 // Store loads and saves artifacts wherever they live, picking the driver by
-// the artifact's location. It implements Driver, with Load also unpacking.
+// the kind of the artifact's location. It implements Driver, with Load also
+// unpacking.
 type Store struct {
-	s3, http, raw Driver
-	allow         BucketPolicy
+	drivers map[string]Driver
+	allow   BucketPolicy
 }
 
 // NewStore returns a Store over cfg's drivers.
 func NewStore(cfg StoreConfig, log *logrus.Entry) *Store {
-	if cfg.HTTP == nil {
-		cfg.HTTP = NewHTTP(HTTPConfig{}, log)
+	d := make(map[string]Driver, len(cfg.Drivers)+2)
+	for k, v := range cfg.Drivers {
+		d[k] = v
 	}
-	return &Store{s3: cfg.S3, http: cfg.HTTP, raw: raw{}, allow: cfg.Allow}
+	if d[wf.KindHTTP] == nil {
+		d[wf.KindHTTP] = NewHTTP(HTTPConfig{}, log)
+	}
+	if d[wf.KindRaw] == nil {
+		d[wf.KindRaw] = raw{}
+	}
+	return &Store{drivers: d, allow: cfg.Allow}
+}
+
+// Check says, before any transfer, whether the store can move art: as an
+// input (output false) or an output. An output with no location of its own
+// passes: the controller's repository decides where it goes.
+func (s *Store) Check(art wf.Artifact, output bool) error {
+	kind := art.Location().Kind()
+	switch k, ok := kindOf(kind); {
+	case kind == "" && output:
+		return nil
+	case kind == "":
+		return fmt.Errorf("artifact %q has no location argoexec can use: set one of %s", art.Name, kindNames(false))
+	case !ok:
+		return fmt.Errorf("artifact %q: %w: argoexec has no %s store (it has %s); move the artifact to one of those",
+			art.Name, ErrNotSupported, kind, kindNames(false))
+	case output && !k.Save:
+		return fmt.Errorf("artifact %q: %w: an output cannot be saved to its %s location, which only loads (outputs go to %s)", art.Name, ErrNotSupported, kind, kindNames(true))
+	case s.drivers[kind] == nil && kind == wf.KindS3:
+		return fmt.Errorf("artifact %q: %w", art.Name, errNoS3)
+	case s.drivers[kind] == nil:
+		return fmt.Errorf("artifact %q: no %s store is configured: the controller passed no %s repository or credentials", art.Name, kind, kind)
+	}
+	return nil
 }
 
 // driver picks the driver for art's location.
 func (s *Store) driver(art wf.Artifact) (Driver, error) {
-	switch {
-	case art.S3 != nil:
-		if s.s3 == nil {
-			return nil, errNoS3
-		}
-		if s.allow != nil {
-			if err := s.allow(art.S3); err != nil {
-				return nil, err
-			}
-		}
-		return s.s3, nil
-	case art.HTTP != nil:
-		return s.http, nil
-	case art.Raw != nil:
-		return s.raw, nil
+	if err := s.Check(art, false); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("artifact %q: no location argoexec can use: set one of s3, http or raw", art.Name)
+	if art.S3 != nil && s.allow != nil {
+		if err := s.allow(art.S3); err != nil {
+			return nil, err
+		}
+	}
+	return s.drivers[art.Location().Kind()], nil
 }
 
 // Load puts the artifact at dest, whose parent directory must exist: a raw

@@ -62,7 +62,7 @@ func TestStoreLoad(t *testing.T) {
 		"hostile.tgz": tgz(t, map[string]string{"../../escape": "x"}),
 	}
 	repo := wf.S3Bucket{Endpoint: "s3:9000", Bucket: "b"}
-	s := NewStore(StoreConfig{S3: objects, Allow: RepositoryOnly(repo)}, discard())
+	s := NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindS3: objects}, Allow: RepositoryOnly(repo)}, discard())
 	key := func(k string) wf.Artifact { return wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: k}} }
 	none := key("file.tgz")
 	none.Archive = &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}
@@ -86,7 +86,7 @@ func TestStoreLoad(t *testing.T) {
 		{name: "missing", art: key("nope"), wantErr: "nope: object not found", notFound: true},
 		{name: "entry escaping", art: key("hostile.tgz"), wantErr: "unsafe archive entry"},
 		{name: "another bucket", art: elsewhere, wantErr: "s3://other/k at  is not in the artifact repository (s3://b at s3:9000)"},
-		{name: "no location", art: wf.Artifact{Name: "n"}, wantErr: `artifact "n": no location`},
+		{name: "no location", art: wf.Artifact{Name: "n"}, wantErr: `artifact "n" has no location argoexec can use`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,11 +135,11 @@ func TestStoreSave(t *testing.T) {
 		wantErr string
 		notSupp bool
 	}{
-		{name: "s3", store: NewStore(StoreConfig{S3: objects}, discard()), art: wf.Artifact{S3: &wf.S3Artifact{Key: "k"}}},
+		{name: "s3", store: NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindS3: objects}}, discard()), art: wf.Artifact{S3: &wf.S3Artifact{Key: "k"}}},
 		{name: "no s3 driver", store: NewStore(StoreConfig{}, discard()), art: wf.Artifact{S3: &wf.S3Artifact{Key: "k"}}, wantErr: "no S3 repository is configured"},
 		{name: "http", store: NewStore(StoreConfig{}, discard()), art: wf.Artifact{Name: "h", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, wantErr: "http artifacts are inputs only", notSupp: true},
 		{name: "raw", store: NewStore(StoreConfig{}, discard()), art: wf.Artifact{Name: "r", Raw: &wf.RawArtifact{}}, wantErr: "raw artifacts are inputs only", notSupp: true},
-		{name: "policy", store: NewStore(StoreConfig{S3: objects, Allow: RepositoryOnly(wf.S3Bucket{Bucket: "b"})}, discard()),
+		{name: "policy", store: NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindS3: objects}, Allow: RepositoryOnly(wf.S3Bucket{Bucket: "b"})}, discard()),
 			art: wf.Artifact{S3: &wf.S3Artifact{Key: "k", S3Bucket: wf.S3Bucket{Bucket: "c"}}}, wantErr: "only the repository's bucket is allowed"},
 	}
 	for _, tt := range tests {
@@ -188,5 +188,70 @@ func TestCompressionLevel(t *testing.T) {
 		if got := CompressionLevel(wf.Artifact{Archive: tt.archive}); got != tt.want {
 			t.Errorf("CompressionLevel(%+v) = %d, want %d", tt.archive, got, tt.want)
 		}
+	}
+}
+
+// TestStoreCheck: every artifact is judged before any transfer, naming the
+// artifact, the kind and what argoexec has instead.
+func TestStoreCheck(t *testing.T) {
+	configured := NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindS3: memDriver{}}}, discard())
+	bare := NewStore(StoreConfig{}, discard())
+	tests := []struct {
+		name    string
+		store   *Store
+		art     wf.Artifact
+		output  bool
+		wantErr string // empty: allowed
+		notSup  bool
+	}{
+		{name: "s3 input", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}},
+		{name: "s3 output", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, output: true},
+		{name: "an output without a location goes to the repository", store: bare, art: wf.Artifact{Name: "a"}, output: true},
+		{name: "an input without a location", store: bare, art: wf.Artifact{Name: "a"}, wantErr: `artifact "a" has no location argoexec can use: set one of s3, http, raw`},
+		{name: "gcs is not implemented", store: configured, art: wf.Artifact{Name: "g", GCS: &wf.GCSArtifact{Key: "k"}},
+			wantErr: `artifact "g": not supported: argoexec has no gcs store (it has s3, http, raw)`, notSup: true},
+		{name: "http cannot be saved", store: configured, art: wf.Artifact{Name: "h", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, output: true,
+			wantErr: `an output cannot be saved to its http location, which only loads (outputs go to s3)`, notSup: true},
+		{name: "s3 with no repository", store: bare, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, wantErr: `artifact "a": no S3 repository is configured`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.store.Check(tt.art, tt.output)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Check: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Check: %v, want one containing %q", err, tt.wantErr)
+			}
+			if errors.Is(err, ErrNotSupported) != tt.notSup {
+				t.Errorf("errors.Is(ErrNotSupported) = %v, want %v", !tt.notSup, tt.notSup)
+			}
+		})
+	}
+}
+
+// TestKindsComplete: every registered kind is one of Argo's location
+// fields and builds a driver from an Env with a default of its kind.
+func TestKindsComplete(t *testing.T) {
+	argo := map[string]bool{wf.KindS3: true, wf.KindGit: true, wf.KindHTTP: true, wf.KindArtifactory: true, wf.KindHDFS: true, wf.KindRaw: true, wf.KindOSS: true, wf.KindGCS: true}
+	env := Env{Default: wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: discard()}
+	for _, k := range Kinds() {
+		if !argo[k.Name] {
+			t.Errorf("kind %q is not a field of Argo's ArtifactLocation", k.Name)
+		}
+		d, err := k.New(env)
+		if err != nil || d == nil {
+			t.Errorf("kind %q: New = %v, %v", k.Name, d, err)
+		}
+	}
+	s, err := NewStoreFor(Env{RepositoryOnly: true, Log: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, false); err == nil {
+		t.Error("RepositoryOnly with no repository configured an s3 store")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argoexec/argoexec/executor/protocol/native"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -51,8 +52,9 @@ func TestWaitOptionsParsing(t *testing.T) {
 			args: []string{"wait"},
 			env:  baseEnv(),
 			check: func(t *testing.T, o *WaitOptions) {
-				if o.Backend.Executor != wf.ExecutorK8sAPI || o.SidecarMode != wf.SidecarModeNative || o.TemplatePath != wf.TemplateFile {
-					t.Errorf("got executor %q sidecarMode %q template %q", o.Backend.Executor, o.SidecarMode, o.TemplatePath)
+				n, ok := o.Protocol.(*native.Protocol)
+				if o.Backend.Executor != wf.ExecutorK8sAPI || !ok || n.SidecarMode != wf.SidecarModeNative || n.TemplatePath != wf.TemplateFile {
+					t.Errorf("got executor %q protocol %+v", o.Backend.Executor, o.Protocol)
 				}
 				if o.Pod.Name != "wf-1" || o.Pod.Namespace != "ns1" || o.Pod.UID != "uid-1" {
 					t.Errorf("pod = %+v", o.Pod)

@@ -15,15 +15,7 @@ func dataRunner() func(context.Context, *DataOptions) error { return runData }
 
 // runData is what `argoexec data` does once its options are valid.
 func runData(ctx context.Context, o *DataOptions) error {
-	tmpl, err := o.loadTemplate()
-	if err != nil {
-		return err
-	}
-	repo, creds, err := o.dataRepository(tmpl)
-	if err != nil {
-		return err
-	}
-	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: creds}, o.Log)
+	tmpl, err := o.Protocol.Template(o.TemplatePath)
 	if err != nil {
 		return err
 	}
@@ -31,11 +23,15 @@ func runData(ctx context.Context, o *DataOptions) error {
 	if err != nil {
 		return err
 	}
-	reporter, _, err := o.newReporter(restCfg, o.Log)
+	parts, err := o.Protocol.Main(o.request(tmpl, restCfg, o.Log))
 	if err != nil {
 		return err
 	}
-	d := &data.Executor{Template: tmpl, Repository: repo, Lister: s3, Reporter: reporter, Log: o.Log}
+	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: parts.DataCredentials}, o.Log)
+	if err != nil {
+		return err
+	}
+	d := &data.Executor{Template: tmpl, Repository: parts.DataRepository, Lister: s3, Reporter: parts.Reporter, Log: o.Log}
 	if err := d.Run(ctx); err != nil {
 		return fmt.Errorf("data template %q: %w", tmpl.Name, err)
 	}

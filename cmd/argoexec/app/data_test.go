@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/rest"
+
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
 )
@@ -27,11 +30,12 @@ func TestDataOptions(t *testing.T) {
 	if err != nil || got == nil {
 		t.Fatalf("run: %v (ran %v)", err, got != nil)
 	}
-	tp, err := got.loadTemplate()
+	tp, err := got.Protocol.Template(got.TemplatePath)
 	if err != nil || tp.Data == nil || len(tp.Data.Transformation) != 1 {
 		t.Fatalf("template = %+v, %v; want the data template from ARGO_TEMPLATE", tp, err)
 	}
-	repo, creds, err := got.dataRepository(tp)
+	parts, err := got.Protocol.Main(got.request(tp, &rest.Config{Host: "https://127.0.0.1:1"}, logrus.NewEntry(logrus.New())))
+	repo, creds := parts.DataRepository, parts.DataCredentials
 	if err != nil || repo == nil || repo.Bucket != "argo" || repo.Endpoint != "s3.local:7070" {
 		t.Fatalf("repository = %+v, %v; want the archiveLocation's", repo, err)
 	}

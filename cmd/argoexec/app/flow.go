@@ -25,7 +25,7 @@ func (o *flowOptions) complete(cmdName string, g *globalOptions, stdio IO) error
 	if err != nil {
 		return err
 	}
-	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor, "protocol": o.Protocol})
+	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor, "protocol": o.Protocol.Name()})
 	return nil
 }
 

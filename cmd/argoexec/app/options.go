@@ -8,22 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
+	"github.com/argoexec/argoexec/executor/protocol"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // NamespaceFile is where the in-cluster namespace is mounted: the pod's
 // namespace when ARGO_POD_NAMESPACE is not set (Argo's controller never sets it).
 const NamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-// PodOptions identify the workflow pod argoexec runs in. The pod builder sets
-// them through the downward API.
-type PodOptions struct {
-	Name      string
-	Namespace string
-	UID       string
-}
 
 // BackendOptions are the settings of the container runtime executor that
 // wait (and init, for the pod's own identity) uses.
@@ -46,26 +41,19 @@ type commonOptions struct {
 	cmdName string
 	// namespaceFile is where the pod's namespace was looked for.
 	namespaceFile string
-	// Protocol is the controller protocol the environment speaks:
-	// protocolOurs or protocolArgo.
-	Protocol string
-	// Argo holds what only Argo's controller passes.
-	Argo ArgoOptions
-	// TemplateJSON is the template itself when the controller passes it in
-	// the environment (Argo's ARGO_TEMPLATE); else it is read from TemplatePath.
-	TemplateJSON string
-	Pod          PodOptions
-	Backend      BackendOptions
+	// Protocol is the controller protocol the environment speaks, chosen
+	// by detectProtocol.
+	Protocol protocol.Protocol
+	Pod      protocol.Pod
+	Backend  BackendOptions
+	// TemplatePath is the --template flag: a template file that wins over
+	// what the protocol passes.
 	TemplatePath string
-	SidecarMode  string
 	WorkflowName string
 	// KillGrace is how long stopped containers get between SIGTERM and
 	// SIGKILL (ARGO_TERMINATION_GRACE_PERIOD_SECONDS, the pod's
 	// terminationGracePeriodSeconds); zero means the flow's default.
 	KillGrace time.Duration
-	// ArtifactRepository is the repository as JSON, without credentials.
-	ArtifactRepository       string
-	S3AccessKey, S3SecretKey string
 	// CPUProfile is the file to write a CPU profile of the run to
 	// (EnvCPUProfile); empty means none.
 	CPUProfile string
@@ -80,7 +68,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 // complete fills what flags left empty from the environment. It only parses;
 // validate judges.
 func (o *commonOptions) complete(cmdName string, getenv func(string) string, namespaceFile string) error {
-	proto, err := detectProtocol(cmdName, getenv)
+	proto, err := detectProtocol(cmdName, getenv, protocols())
 	if err != nil {
 		return err
 	}
@@ -101,24 +89,8 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 	if o.Backend.Executor == "" {
 		o.Backend.Executor = wf.ExecutorK8sAPI
 	}
-	if o.Protocol == protocolArgo && o.TemplatePath == "" {
-		o.TemplateJSON = getenv(wf.EnvArgoTemplate)
-	}
-	if o.TemplatePath == "" && o.TemplateJSON == "" {
-		o.TemplatePath = getenv(wf.EnvTemplatePath)
-	}
-	if o.TemplatePath == "" && o.TemplateJSON == "" {
-		o.TemplatePath = wf.TemplateFile
-	}
 	o.WorkflowName = getenv(wf.EnvWorkflowName)
-	o.ArtifactRepository = getenv(wf.EnvArtifactRepository)
-	o.S3AccessKey = getenv(wf.EnvS3AccessKey)
-	o.S3SecretKey = getenv(wf.EnvS3SecretKey)
 	o.CPUProfile = getenv(EnvCPUProfile)
-	o.SidecarMode = getenv(wf.EnvSidecarMode)
-	if o.SidecarMode == "" {
-		o.SidecarMode = wf.SidecarModeNative
-	}
 	o.Backend.KubeletHost = getenv(wf.EnvKubeletHost)
 	o.Backend.KubeletPort = wf.DefaultKubeletPort
 	if v := getenv(wf.EnvKubeletPort); v != "" {
@@ -149,9 +121,6 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 		}
 		o.KillGrace = time.Duration(n) * time.Second
 	}
-	if o.Protocol == protocolArgo {
-		return o.completeArgo(cmdName, getenv)
-	}
 	return nil
 }
 
@@ -170,10 +139,21 @@ func (o *commonOptions) validate(cmdName string) error {
 	if !slices.Contains(wf.Executors(), o.Backend.Executor) {
 		return usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(wf.Executors(), ", "))
 	}
-	if o.SidecarMode != wf.SidecarModeNative && o.SidecarMode != wf.SidecarModeLegacy {
-		return usageErrorf("argoexec %s: %s=%q is not a sidecar mode (want native or legacy)", cmdName, wf.EnvSidecarMode, o.SidecarMode)
+	return o.validateProtocol(cmdName)
+}
+
+// validateProtocol is the protocol's own check, as a usage error.
+func (o *commonOptions) validateProtocol(cmdName string) error {
+	if err := o.Protocol.Validate(cmdName); err != nil {
+		return usageErrorf("%v", err)
 	}
-	return o.validateArgo(cmdName)
+	return nil
+}
+
+// request is what the protocol is told for a flow of this command.
+func (o *commonOptions) request(tmpl *wf.Template, restCfg *rest.Config, log *logrus.Entry) protocol.Request {
+	return protocol.Request{Command: o.cmdName, Pod: o.Pod, WorkflowName: o.WorkflowName, Template: tmpl,
+		RESTConfig: restCfg, KillGrace: o.KillGrace, Log: log}
 }
 
 // validateBackend checks the settings of the backend wait uses; init uses
@@ -192,5 +172,5 @@ func (o *commonOptions) validateBackend(cmdName string) error {
 
 // String names the pod and backend, for messages.
 func (o *commonOptions) String() string {
-	return fmt.Sprintf("pod %s/%s executor %s protocol %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor, o.Protocol)
+	return fmt.Sprintf("pod %s/%s executor %s protocol %s", o.Pod.Namespace, o.Pod.Name, o.Backend.Executor, o.Protocol.Name())
 }

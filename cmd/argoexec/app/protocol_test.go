@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
+	"github.com/argoexec/argoexec/executor/protocol"
+	"github.com/argoexec/argoexec/executor/protocol/argo"
+	"github.com/argoexec/argoexec/executor/protocol/native"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -47,8 +52,9 @@ func TestArgoProtocolOptions(t *testing.T) {
 			args: []string{"wait", "--loglevel", "info", "--gloglevel", "0"},
 			env:  argoEnv(),
 			check: func(t *testing.T, o *WaitOptions) {
-				if o.Protocol != protocolArgo || o.Argo.NodeID != "hello-world-abc" || !o.Argo.Deadline.IsZero() || o.Argo.IncludeScriptOutput {
-					t.Errorf("protocol %q argo %+v", o.Protocol, o.Argo)
+				a, ok := o.Protocol.(*argo.Protocol)
+				if !ok || a.NodeID != "hello-world-abc" || !a.Deadline.IsZero() || a.IncludeScriptOutput {
+					t.Fatalf("protocol %s %+v", o.Protocol.Name(), o.Protocol)
 				}
 				if o.Pod.Namespace != "argo" {
 					t.Errorf("namespace = %q, want the service account's", o.Pod.Namespace)
@@ -56,12 +62,17 @@ func TestArgoProtocolOptions(t *testing.T) {
 				if o.Backend.KubeletPort != wf.DefaultKubeletPort {
 					t.Errorf("kubelet port = %d, want the default %d for ARGO_KUBELET_PORT=0", o.Backend.KubeletPort, wf.DefaultKubeletPort)
 				}
-				if o.SidecarMode != wf.SidecarModeLegacy {
-					t.Errorf("sidecar mode = %q: Argo injects sidecars as plain containers, wait must stop them", o.SidecarMode)
-				}
-				tmpl, err := o.loadTemplate()
+				tmpl, err := o.Protocol.Template(o.TemplatePath)
 				if err != nil || tmpl.Container == nil || tmpl.Container.Image != "docker/whalesay:latest" {
-					t.Errorf("template %+v, %v", tmpl, err)
+					t.Fatalf("template %+v, %v", tmpl, err)
+				}
+				a.ScratchRoot = t.TempDir()
+				parts, err := a.Flow(protocol.Request{Command: "wait", Template: tmpl, Log: logrus.NewEntry(logrus.New())})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if parts.Config.SidecarMode != wf.SidecarModeLegacy {
+					t.Errorf("sidecar mode = %q: Argo injects sidecars as plain containers, wait must stop them", parts.Config.SidecarMode)
 				}
 			},
 		},
@@ -71,9 +82,10 @@ func TestArgoProtocolOptions(t *testing.T) {
 			env: with(argoEnv(), wf.EnvArgoDeadline, "2026-12-01T10:00:00Z", wf.EnvArgoIncludeScriptOutput, "true",
 				wf.EnvArgoProgressFileTick, "3s", wf.EnvArgoProgressPatchTick, "1m0s"),
 			check: func(t *testing.T, o *WaitOptions) {
-				if !o.Argo.Deadline.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) || !o.Argo.IncludeScriptOutput ||
-					o.Argo.ProgressFile != "/var/run/argo/progress" || o.Argo.ProgressFileTick != 3*time.Second || o.Argo.ProgressPatchTick != time.Minute {
-					t.Errorf("argo %+v", o.Argo)
+				a := o.Protocol.(*argo.Protocol)
+				if !a.Deadline.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) || !a.IncludeScriptOutput ||
+					a.ProgressFile != "/var/run/argo/progress" || a.ProgressFileTick != 3*time.Second || a.ProgressPatchTick != time.Minute {
+					t.Errorf("argo %+v", a)
 				}
 			},
 		},
@@ -109,7 +121,7 @@ func TestArgoProtocolOptions(t *testing.T) {
 			name:    "a mix of both protocols is refused, naming the variables",
 			args:    []string{"wait"},
 			env:     with(argoEnv(), wf.EnvTemplatePath, "/argo/podmetadata/template", wf.EnvSidecarMode, "native"),
-			wantErr: "mixes Argo Workflows' controller protocol (ARGO_TEMPLATE, ARGO_NODE_ID, ARGO_INCLUDE_SCRIPT_OUTPUT, ARGO_DEADLINE) with argoexec's own (ARGO_TEMPLATE_PATH, ARGO_SIDECAR_MODE)",
+			wantErr: "mixes the argo-v3.3 controller protocol (ARGO_TEMPLATE, ARGO_NODE_ID, ARGO_INCLUDE_SCRIPT_OUTPUT, ARGO_DEADLINE) with the argoexec one (ARGO_TEMPLATE_PATH, ARGO_SIDECAR_MODE)",
 		},
 		{
 			name:    "Argo's variables without the template",
@@ -128,8 +140,9 @@ func TestArgoProtocolOptions(t *testing.T) {
 			args: []string{"wait"},
 			env:  baseEnv(),
 			check: func(t *testing.T, o *WaitOptions) {
-				if o.Protocol != protocolOurs || o.TemplatePath != wf.TemplateFile {
-					t.Errorf("protocol %q template %q", o.Protocol, o.TemplatePath)
+				n, ok := o.Protocol.(*native.Protocol)
+				if !ok || n.TemplatePath != wf.TemplateFile || o.TemplatePath != "" {
+					t.Errorf("protocol %s %+v, --template %q", o.Protocol.Name(), o.Protocol, o.TemplatePath)
 				}
 			},
 		},
@@ -163,6 +176,50 @@ func TestArgoProtocolOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.check(t, got)
+		})
+	}
+}
+
+// fakeProtocol is a third controller's protocol, claimed by its own variable.
+type fakeProtocol struct {
+	protocol.Protocol // methods the detection does not call panic
+	completed         bool
+}
+
+func (*fakeProtocol) Name() string                                 { return "fake" }
+func (*fakeProtocol) OwnEnv() []string                             { return []string{"FAKE_TEMPLATE"} }
+func (f *fakeProtocol) Complete(string, func(string) string) error { f.completed = true; return nil }
+
+// TestDetectProtocol: a protocol is picked by its own variables alone, so
+// a new one is one more entry in the list; a mix is refused.
+func TestDetectProtocol(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{name: "the fake's variable picks it", env: map[string]string{"FAKE_TEMPLATE": "{}"}, want: "fake"},
+		{name: "none set: the last, ours", env: map[string]string{}, want: native.Name},
+		{name: "Argo's", env: map[string]string{wf.EnvArgoTemplate: "{}"}, want: argo.Name},
+		{name: "a mix", env: map[string]string{"FAKE_TEMPLATE": "{}", wf.EnvTemplatePath: "/t"}, wantErr: "mixes the fake controller protocol (FAKE_TEMPLATE) with the argoexec one (ARGO_TEMPLATE_PATH)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeProtocol{}
+			got, err := detectProtocol("wait", envOf(tt.env), []protocol.Protocol{fake, &argo.Protocol{}, &native.Protocol{}})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want a usage error containing %q", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Name() != tt.want {
+				t.Fatalf("got %v, %v; want %s", got, err, tt.want)
+			}
+			if tt.want == "fake" && !fake.completed {
+				t.Error("the picked protocol was not completed from the environment")
+			}
 		})
 	}
 }

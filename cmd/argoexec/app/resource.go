@@ -31,7 +31,7 @@ func (o *mainOptions) complete(cmdName string, g *globalOptions, stdio IO) error
 	if err != nil {
 		return err
 	}
-	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "protocol": o.Protocol})
+	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "protocol": o.Protocol.Name()})
 	return nil
 }
 
@@ -45,10 +45,7 @@ func (o *mainOptions) validate(cmdName string) error {
 	if o.Pod.Namespace == "" {
 		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, o.namespaceFile)
 	}
-	if o.Protocol == protocolArgo && o.Argo.NodeID == "" {
-		return usageErrorf("argoexec %s: %s is not set: Argo Workflows' controller names the WorkflowTaskResult with it", cmdName, wf.EnvArgoNodeID)
-	}
-	return nil
+	return o.validateProtocol(cmdName)
 }
 
 // ResourceOptions are the settings of `argoexec resource ACTION`.

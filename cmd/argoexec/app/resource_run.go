@@ -17,7 +17,7 @@ func resourceRunner() func(context.Context, *ResourceOptions) error { return run
 
 // runResource is what `argoexec resource` does once its options are valid.
 func runResource(ctx context.Context, o *ResourceOptions) error {
-	tmpl, err := o.loadTemplate()
+	tmpl, err := o.Protocol.Template(o.TemplatePath)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func runResource(ctx context.Context, o *ResourceOptions) error {
 	if err != nil {
 		return fmt.Errorf("create Kubernetes discovery client: %w", err)
 	}
-	reporter, _, err := o.newReporter(restCfg, o.Log)
+	parts, err := o.Protocol.Main(o.request(tmpl, restCfg, o.Log))
 	if err != nil {
 		return err
 	}
@@ -41,11 +41,11 @@ func runResource(ctx context.Context, o *ResourceOptions) error {
 	e := &resource.Executor{
 		Config: resource.Config{
 			Action: o.Action, Template: tmpl, PodName: o.Pod.Name, PodNamespace: o.Pod.Namespace,
-			Deadline: o.Argo.Deadline, PollInterval: pollInterval(o.PollInterval),
+			Deadline: parts.Deadline, PollInterval: pollInterval(o.PollInterval),
 		},
 		Client:   dyn,
 		Mapper:   resource.NewRESTMapper(disco, func(w string) { log.Warn(w) }),
-		Reporter: reporter,
+		Reporter: parts.Reporter,
 		Log:      log,
 	}
 	if err := e.Run(ctx); err != nil {

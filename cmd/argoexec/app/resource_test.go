@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argoexec/argoexec/executor/protocol/argo"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -36,13 +37,14 @@ func TestResourceOptions(t *testing.T) {
 			args: []string{"resource", "create"},
 			env:  argoResourceEnv(),
 			check: func(t *testing.T, o *ResourceOptions) {
-				if o.Action != "create" || o.Protocol != protocolArgo || o.Argo.NodeID != "hello-world-abc" || o.PollInterval != 0 {
-					t.Errorf("options = %+v", o)
+				a, ok := o.Protocol.(*argo.Protocol)
+				if o.Action != "create" || !ok || a.NodeID != "hello-world-abc" || o.PollInterval != 0 {
+					t.Fatalf("options = %+v", o)
 				}
-				if want := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC); !o.Argo.Deadline.Equal(want) {
-					t.Errorf("deadline = %v, want %v", o.Argo.Deadline, want)
+				if want := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC); !a.Deadline.Equal(want) {
+					t.Errorf("deadline = %v, want %v", a.Deadline, want)
 				}
-				tmpl, err := o.loadTemplate()
+				tmpl, err := o.Protocol.Template(o.TemplatePath)
 				if err != nil || tmpl.Resource == nil || tmpl.Resource.Action != "create" {
 					t.Errorf("template = %+v, %v", tmpl, err)
 				}

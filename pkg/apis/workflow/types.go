@@ -475,3 +475,40 @@ type NodeOutputs struct {
 	// ExitCode is main's exit code.
 	ExitCode *int `json:"exitCode,omitempty"`
 }
+
+// The kinds of artifact location, named as their fields in Argo's
+// ArtifactLocation: what ArtifactLocation.Kind returns.
+const (
+	KindS3          = "s3"
+	KindGit         = "git"
+	KindHTTP        = "http"
+	KindArtifactory = "artifactory"
+	KindHDFS        = "hdfs"
+	KindRaw         = "raw"
+	KindOSS         = "oss"
+	KindGCS         = "gcs"
+)
+
+// Kind names the kind of location l is (KindS3 ...), the first set in
+// Argo's field order; "" when none is set.
+func (l ArtifactLocation) Kind() string {
+	switch {
+	case l.S3 != nil:
+		return KindS3
+	case l.Git != nil:
+		return KindGit
+	case l.HTTP != nil:
+		return KindHTTP
+	case l.Artifactory != nil:
+		return KindArtifactory
+	case l.HDFS != nil:
+		return KindHDFS
+	case l.Raw != nil:
+		return KindRaw
+	case l.OSS != nil:
+		return KindOSS
+	case l.GCS != nil:
+		return KindGCS
+	}
+	return ""
+}

@@ -1,4 +1,4 @@
-package executor
+package flow
 
 import (
 	"context"
@@ -37,6 +37,11 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	clk := we.cfg.Clock
 	start := clk.Now()
 	stopProgress := we.monitorProgress(ctx)
+	if err := we.checkArtifacts(false); err != nil {
+		// Said now, while main runs (a pod without init ran main unchecked);
+		// saving them fails with the same error once main exits.
+		we.log.WithError(err).Error("output artifacts argoexec cannot save: the step will fail once main exits")
+	}
 	we.log.Info("waiting for main to exit")
 	window := we.waitMain(ctx, &errs)
 	stopProgress()

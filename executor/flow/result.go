@@ -1,4 +1,4 @@
-package executor
+package flow
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -30,7 +31,7 @@ func (we *WorkflowExecutor) includeResult() bool {
 // separate stdout from stderr gives the combined log, with a warning.
 func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
 	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
-	if errors.Is(err, ErrNotSupported) {
+	if errors.Is(err, executor.ErrNotSupported) {
 		we.log.WithError(err).Warn("stdout alone is not available: the result holds stdout and stderr interleaved")
 		rc, err = we.runtime.GetOutputStream(ctx, wf.MainContainerName, true)
 	}

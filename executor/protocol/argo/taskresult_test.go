@@ -1,4 +1,4 @@
-package executor_test
+package argo_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/protocol/argo"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -66,7 +66,7 @@ func TestTaskResultReporter(t *testing.T) {
 			}
 			fallback := &recordingReporter{}
 			clk := clocktesting.NewFakeClock(metav1.Now().Time)
-			r := &executor.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1",
+			r := &argo.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1",
 				InstanceID: "i1", PodName: "wf-1-123", PodUID: "uid-1", Fallback: fallback, Clock: clk}
 			done := make(chan error, 1)
 			go func() { done <- r.Report(context.Background(), tt.outputs) }()
@@ -144,9 +144,9 @@ func TestTaskResultBudget(t *testing.T) {
 		wantIntact bool // the fallback got the whole result
 	}{
 		{name: "Argo's 256 KiB result fits whole", params: 1, wantKept: len(result)},
-		{name: "cut to what the parameters leave", params: executor.TaskResultOutputsBudget - 100*1024, wantKept: -2},
-		{name: "parameters over the budget alone", params: executor.TaskResultOutputsBudget + 1, wantKept: -1, wantErr: "the biggest is output parameter p"},
-		{name: "forbidden: the fallback gets it as collected", params: executor.TaskResultOutputsBudget - 100*1024, forbidden: true, wantKept: -1, wantIntact: true},
+		{name: "cut to what the parameters leave", params: argo.TaskResultOutputsBudget - 100*1024, wantKept: -2},
+		{name: "parameters over the budget alone", params: argo.TaskResultOutputsBudget + 1, wantKept: -1, wantErr: "the biggest is output parameter p"},
+		{name: "forbidden: the fallback gets it as collected", params: argo.TaskResultOutputsBudget - 100*1024, forbidden: true, wantKept: -1, wantIntact: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +158,7 @@ func TestTaskResultBudget(t *testing.T) {
 				})
 			}
 			fallback := &recordingReporter{}
-			r := &executor.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1", PodName: "p", PodUID: "u", Fallback: fallback}
+			r := &argo.TaskResultReporter{Client: client, Namespace: "ns", NodeID: "wf-1-123", WorkflowName: "wf-1", PodName: "p", PodUID: "u", Fallback: fallback}
 			res := result
 			out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "p", Value: wf.AnyStringPtr(strings.Repeat("p", tt.params))}}, Result: &res, ResultIsLog: true}
 			err := r.Report(context.Background(), out)
@@ -191,8 +191,8 @@ func TestTaskResultBudget(t *testing.T) {
 				t.Errorf("the task result's result is not the tail of main's output")
 			case tt.wantKept >= 0 && len(v) != tt.wantKept:
 				t.Errorf("result keeps %d bytes, want %d", len(v), tt.wantKept)
-			case tt.wantKept == -2 && (len(v) == len(result) || len(b) > executor.TaskResultOutputsBudget || len(b) < executor.TaskResultOutputsBudget-64):
-				t.Errorf("result keeps %d of %d bytes; outputs are %d bytes: want a cut to fill the %d-byte budget", len(v), len(result), len(b), executor.TaskResultOutputsBudget)
+			case tt.wantKept == -2 && (len(v) == len(result) || len(b) > argo.TaskResultOutputsBudget || len(b) < argo.TaskResultOutputsBudget-64):
+				t.Errorf("result keeps %d of %d bytes; outputs are %d bytes: want a cut to fill the %d-byte budget", len(v), len(result), len(b), argo.TaskResultOutputsBudget)
 			}
 		})
 	}

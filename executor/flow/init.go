@@ -1,4 +1,4 @@
-package executor
+package flow
 
 import (
 	"context"
@@ -8,13 +8,19 @@ import (
 	"time"
 )
 
-// Init is `argoexec init`: it loads the input artifacts where the pod
+// Init is `argoexec init`: it checks that every artifact of the template
+// can be moved (ArtifactChecker), then loads the input artifacts where the pod
 // builder mounts them into main and, where the protocol says so
 // (Protocol.StageScript), stages a script template's source where main runs
 // it. Every step runs; the error joins every failure.
 func (we *WorkflowExecutor) Init(ctx context.Context) error {
 	var errs stepErrors
 	start := time.Now()
+	// An artifact no store here can move fails init, so main never runs.
+	if err := we.checkArtifacts(true); err != nil {
+		we.log.Info("init failed: artifacts argoexec cannot move")
+		return fmt.Errorf("check artifacts before main runs: %w", err)
+	}
 	if we.cfg.Template.Script != nil && we.cfg.Protocol.StageScript {
 		errs.add("stage script", we.stageScript())
 	}

@@ -1,4 +1,4 @@
-package executor
+package report
 
 import (
 	"context"
@@ -11,34 +11,36 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// apiRetry is how the reporters retry one API call that failed for a reason
+// Retry is how the reporters retry one API call that failed for a reason
 // that may pass: the server busy, restarting or unreachable, or its storage
 // (etcd) stalled (see retriable); one 401, after which client-go reads a
 // rotated service-account token again; and, once the server could not be
 // reached, 401 and 403 too: a kube-apiserver that has just started answers
 // 403 until its RBAC caches are filled (the fault suite's report got one at
 // its first try after a restart), so a refusal right after an outage is the
-// restart, not the grants. It backs
-// off exponentially from first
-// to at most maxDelay, stops after attempts tries (0: no limit), and never
-// waits past ctx, which must have a deadline when attempts is 0.
-type apiRetry struct {
-	clock    clock.Clock // nil means the real clock
-	first    time.Duration
-	maxDelay time.Duration
-	attempts int
-	log      *logrus.Entry // each retry is logged at info; nil logs nothing
+// restart, not the grants. It backs off exponentially from First to
+// at most MaxDelay, stops after Attempts tries (0: no limit), and never
+// waits past ctx, which must have a deadline when Attempts is 0.
+type Retry struct {
+	// Clock paces the tries; nil means the real clock.
+	Clock clock.Clock
+	// First is the delay after the first failure; it doubles up to MaxDelay.
+	First, MaxDelay time.Duration
+	// Attempts bounds the tries; 0 means as many as ctx allows.
+	Attempts int
+	// Log gets each retry at info; nil logs nothing.
+	Log *logrus.Entry
 }
 
-// do calls fn until it succeeds or fails for good, and returns its last
+// Do calls fn until it succeeds or fails for good, and returns its last
 // error: as it is when it is not worth retrying, else saying after how many
 // attempts the tries or ctx ran out.
-func (r apiRetry) do(ctx context.Context, what string, fn func(context.Context) error) error {
-	clk := r.clock
+func (r Retry) Do(ctx context.Context, what string, fn func(context.Context) error) error {
+	clk := r.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	delay, saw401, sawDown := r.first, false, false
+	delay, saw401, sawDown := r.First, false, false
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
@@ -53,14 +55,14 @@ func (r apiRetry) do(ctx context.Context, what string, fn func(context.Context) 
 		case !isAPIStatus(err):
 			sawDown = true
 		}
-		if r.attempts > 0 && attempt >= r.attempts {
+		if r.Attempts > 0 && attempt >= r.Attempts {
 			return fmt.Errorf("%w (attempt %d)", err, attempt)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w after %d attempts (last error: %w)", ctx.Err(), attempt, err)
 		}
-		if r.log != nil {
-			r.log.WithError(err).WithField("attempt", attempt).WithField("retryIn", delay).Info(what + " failed; retrying")
+		if r.Log != nil {
+			r.Log.WithError(err).WithField("attempt", attempt).WithField("retryIn", delay).Info(what + " failed; retrying")
 		}
 		t := clk.NewTimer(delay)
 		select {
@@ -69,7 +71,7 @@ func (r apiRetry) do(ctx context.Context, what string, fn func(context.Context) 
 			return fmt.Errorf("%w after %d attempts (last error: %w)", ctx.Err(), attempt, err)
 		case <-t.C():
 		}
-		delay = min(2*delay, r.maxDelay)
+		delay = min(2*delay, r.MaxDelay)
 	}
 }
 

@@ -1,4 +1,4 @@
-package executor_test
+package flow_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
 )
@@ -35,8 +35,8 @@ func TestInitInputsOnVolumes(t *testing.T) {
 				{Name: "vol", Path: "/work/in/vol.txt", Raw: &wf.RawArtifact{Data: "vol"}},
 				{Name: "tmp", Path: "/tmp/tmp.txt", Raw: &wf.RawArtifact{Data: "tmp"}},
 			}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{
-				Template: tmpl, Protocol: executor.Protocol{InputsOnVolumes: tt.onVolume},
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{
+				Template: tmpl, Protocol: flow.Protocol{InputsOnVolumes: tt.onVolume},
 				MainCtrFS: filepath.Join(root, "mainctrfs"), InputArtifacts: filepath.Join(root, "inputs"), VarRunArgo: t.TempDir(),
 			}, nil, nil, nil, testLog())
 			if err := we.Init(context.Background()); err != nil {
@@ -75,18 +75,18 @@ func TestArtifactsThroughDriver(t *testing.T) {
 	tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "out", Path: "/work/out.txt"}}
 	d := &driverStore{}
 	inputs := t.TempDir()
-	cfg := executor.WorkflowConfig{
-		Template: tmpl, Repository: repo(), WorkflowName: "wf", PodName: "pod", InputArtifacts: inputs, VarRunArgo: t.TempDir(),
+	cfg := flow.WorkflowConfig{
+		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, WorkflowName: "wf", PodName: "pod", InputArtifacts: inputs, VarRunArgo: t.TempDir(),
 		MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"}),
 	}
-	if err := executor.NewWorkflowExecutor(cfg, nil, d, nil, testLog()).Init(context.Background()); err != nil {
+	if err := flow.NewWorkflowExecutor(cfg, nil, d, nil, testLog()).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(inputs, "in")); string(b) != "loaded in" {
 		t.Errorf("input = %q; want the driver's", b)
 	}
 	rep := &recorder{}
-	if err := executor.NewWorkflowExecutor(cfg, &executortest.Fake{}, d, rep, testLog()).Wait(context.Background()); err != nil {
+	if err := flow.NewWorkflowExecutor(cfg, &executortest.Fake{}, d, rep, testLog()).Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.saved) != 1 || d.saved[0].S3 == nil || d.saved[0].S3.Endpoint != "s3:7070" || d.saved[0].S3.Bucket != "b" || d.saved[0].S3.Key != "wf/pod/out.tgz" {
@@ -97,8 +97,9 @@ func TestArtifactsThroughDriver(t *testing.T) {
 	}
 }
 
-// TestInitWithoutStore: with no store, raw and http inputs still load; an
-// s3 one says what to configure.
+// TestInitWithoutStore: with no store, an s3 input is refused before
+// anything loads (main must not run on half its inputs), saying what to
+// configure.
 func TestInitWithoutStore(t *testing.T) {
 	tmpl := scriptTemplate()
 	tmpl.Inputs.Artifacts = []wf.Artifact{
@@ -106,11 +107,11 @@ func TestInitWithoutStore(t *testing.T) {
 		{Name: "s3", Path: "/in/s3", S3: &wf.S3Artifact{Key: "k"}},
 	}
 	inputs := t.TempDir()
-	err := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, InputArtifacts: inputs, VarRunArgo: t.TempDir()}, nil, nil, nil, testLog()).Init(context.Background())
+	err := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, InputArtifacts: inputs, VarRunArgo: t.TempDir()}, nil, nil, nil, testLog()).Init(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `input artifact "s3": no S3 repository is configured`) {
 		t.Errorf("err = %v", err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(inputs, "raw")); string(b) != "r" {
-		t.Errorf("raw = %q", b)
+	if _, err := os.Stat(filepath.Join(inputs, "raw")); !os.IsNotExist(err) {
+		t.Errorf("raw was loaded (%v): init must refuse before it loads anything", err)
 	}
 }

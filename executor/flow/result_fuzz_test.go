@@ -1,4 +1,4 @@
-package executor_test
+package flow_test
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
-	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/flow"
 )
 
 // chunkReader returns at most n bytes per Read, as a log stream arrives
@@ -40,7 +40,7 @@ func FuzzResult(f *testing.F) {
 			return io.NopCloser(chunkReader{r: iotest.DataErrReader(bytes.NewReader(log)), n: int(chunk)%512 + 1}), nil
 		}}
 		rep := &recorder{}
-		we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: limit}, fake, nil, rep, testLog())
+		we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: limit}, fake, nil, rep, testLog())
 		if err := we.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package executor_test
+package flow_test
 
 import (
 	"archive/tar"
@@ -29,6 +29,9 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/protocol/native"
+	"github.com/argoexec/argoexec/executor/report"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
 	"github.com/argoexec/argoexec/pkg/artifacts"
@@ -79,7 +82,7 @@ func (m *memStore) Load(_ context.Context, art wf.Artifact, local string) error 
 
 // storeOf is a Store whose S3 driver is m, limited to repo()'s bucket.
 func storeOf(m *memStore) *artifacts.Store {
-	return artifacts.NewStore(artifacts.StoreConfig{S3: m, Allow: artifacts.RepositoryOnly(repo().S3.S3Bucket)}, testLog())
+	return artifacts.NewStore(artifacts.StoreConfig{Drivers: map[string]artifacts.Driver{wf.KindS3: m}, Allow: artifacts.RepositoryOnly(wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"})}, testLog())
 }
 
 // recorder is an OutputReporter that keeps what it was given.
@@ -93,8 +96,9 @@ func (r *recorder) Report(_ context.Context, o *wf.NodeOutputs) error {
 	return r.err
 }
 
-func repo() *wf.ArtifactRepository {
-	return &wf.ArtifactRepository{S3: &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}
+// repo is our controller's locator over a repository at s3:7070, bucket b.
+func repo() flow.ArtifactLocator {
+	return native.KeyFormatLocator{Repository: &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}
 }
 
 // scriptTemplate: main mounts the volume "work" at /work.
@@ -147,7 +151,7 @@ func TestWaitCollectsAndReports(t *testing.T) {
 		},
 	}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"out.txt": "42\n"})}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"out.txt": "42\n"})}, fake, nil, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -196,7 +200,7 @@ func TestWaitMissingParameterFailsButReports(t *testing.T) {
 		},
 	}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"ok.txt": "ok"})}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"ok.txt": "ok"})}, fake, nil, rep, testLog())
 	err := we.Wait(context.Background())
 	for _, want := range []string{
 		`collect output parameters: output parameter "needed": /work/missing.txt does not exist in container main and the parameter has no default`,
@@ -216,7 +220,7 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 	tests := []struct {
 		name          string
 		tmpl          *wf.Template
-		protocol      executor.Protocol
+		protocol      flow.Protocol
 		log           string
 		max           int
 		wantResult    *string
@@ -229,9 +233,9 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true},
 		{name: "a container template has no result by default", tmpl: &wf.Template{Container: &corev1.Container{}}, log: "x", max: 100},
 		{name: "the protocol asks for a container's stdout (Argo)", tmpl: &wf.Template{Container: &corev1.Container{}},
-			protocol: executor.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},
+			protocol: flow.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},
 		{name: "the protocol does not ask for a script's (Argo)", tmpl: scriptTemplate(),
-			protocol: executor.Protocol{IncludeScriptOutput: &exclude}, log: "out\n", max: 100},
+			protocol: flow.Protocol{IncludeScriptOutput: &exclude}, log: "out\n", max: 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +243,7 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 				return io.NopCloser(iotest.OneByteReader(strings.NewReader(tt.log))), nil
 			}}
 			rep := &recorder{}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, testLog())
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -266,15 +270,15 @@ func deref(s *string) string {
 func TestWaitStopRequest(t *testing.T) {
 	tests := []struct {
 		name     string
-		protocol executor.Protocol
+		protocol flow.Protocol
 		cancel   bool
 		wantErr  string
 		wantKill bool
 	}{
-		{name: "Argo's stop command stops main, then saves", protocol: executor.Protocol{SignalStopsMain: true}, cancel: true,
+		{name: "Argo's stop command stops main, then saves", protocol: flow.Protocol{SignalStopsMain: true}, cancel: true,
 			wantErr: "stopped by the controller", wantKill: true},
 		{name: "our SIGTERM leaves main to the kubelet", cancel: true, wantErr: "interrupted"},
-		{name: "Argo's deadline stops main", protocol: executor.Protocol{Deadline: time.Now().Add(50 * time.Millisecond)},
+		{name: "Argo's deadline stops main", protocol: flow.Protocol{Deadline: time.Now().Add(50 * time.Millisecond)},
 			wantErr: "main exceeded the workflow's deadline", wantKill: true},
 	}
 	for _, tt := range tests {
@@ -296,7 +300,7 @@ func TestWaitStopRequest(t *testing.T) {
 				},
 			}
 			rep := &recorder{}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}, Protocol: tt.protocol}, fake, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}, Protocol: tt.protocol}, fake, nil, rep, testLog())
 			err := we.Wait(ctx)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -319,7 +323,7 @@ func TestWaitResultFallsBackToCombinedLog(t *testing.T) {
 		return io.NopCloser(strings.NewReader("both\n")), nil
 	}}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: scriptTemplate()}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate()}, fake, nil, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -351,8 +355,8 @@ func TestWaitArtifacts(t *testing.T) {
 	}
 	store := &memStore{}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{
-		Template: tmpl, Repository: repo(), WorkflowName: "wf", PodName: "pod",
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{
+		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, WorkflowName: "wf", PodName: "pod",
 		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}),
 	}, fake, storeOf(store), rep, testLog())
 	err := we.Wait(context.Background())
@@ -386,7 +390,7 @@ func TestWaitArtifacts(t *testing.T) {
 func TestWaitArtifactsNeedRepository(t *testing.T) {
 	tmpl := scriptTemplate()
 	tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "a", Path: "/work/a"}}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl}, &executortest.Fake{}, nil, &recorder{}, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl}, &executortest.Fake{}, nil, &recorder{}, testLog())
 	err := we.Wait(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "output artifacts a need an artifact repository: set artifactRepository.s3") {
 		t.Fatalf("err = %v", err)
@@ -405,7 +409,7 @@ func TestWaitLegacySidecarsAreKilled(t *testing.T) {
 		},
 	}
 	tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
 	err := we.Wait(context.Background())
 	if strings.Join(killed, ",") != "sidecar-a,sidecar-b" {
 		t.Errorf("killed %v", killed)
@@ -427,7 +431,7 @@ func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
 		},
 	}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl}, fake, nil, rep, testLog())
 	err := we.Wait(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "main exceeded the template's activeDeadlineSeconds (1s)") {
 		t.Fatalf("err = %v", err)
@@ -448,7 +452,7 @@ func TestWaitInterruptedStillReports(t *testing.T) {
 		KillFunc: func(context.Context, []string, time.Duration) error { killed = true; return nil },
 	}
 	rep := &recorder{}
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}}, fake, nil, rep, testLog())
 	err := we.Wait(ctx)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
 		t.Errorf("err = %v", err)
@@ -507,7 +511,7 @@ func TestWaitSavingIsBounded(t *testing.T) {
 			}
 			var reportCtxErr error
 			rep := &ctxRecorder{check: func(ctx context.Context) { reportCtxErr = ctx.Err() }}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: dir, SaveTimeout: save, ReportReserve: reserve}, fake, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: dir, SaveTimeout: save, ReportReserve: reserve}, fake, nil, rep, testLog())
 			start := time.Now()
 			err := we.Wait(ctx)
 			took := time.Since(start)
@@ -549,11 +553,11 @@ func (r *ctxRecorder) Report(ctx context.Context, o *wf.NodeOutputs) error {
 func TestCheckOutputsBudget(t *testing.T) {
 	big := strings.Repeat("x", 300*1024)
 	out := &wf.NodeOutputs{Parameters: []wf.Parameter{{Name: "small", Value: wf.AnyStringPtr("1")}, {Name: "huge", Value: wf.AnyStringPtr(big)}}}
-	err := executor.CheckOutputsBudget(out, len(big)+100, 200*1024)
+	err := report.CheckOutputsBudget(out, len(big)+100, 200*1024)
 	if err == nil || !strings.Contains(err.Error(), "the biggest is output parameter huge (307200 bytes)") || !strings.Contains(err.Error(), "output artifact") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := executor.CheckOutputsBudget(out, 10, 200*1024); err != nil {
+	if err := report.CheckOutputsBudget(out, 10, 200*1024); err != nil {
 		t.Errorf("within budget: %v", err)
 	}
 }
@@ -609,7 +613,7 @@ func TestInit(t *testing.T) {
 		{Name: "elsewhere", Path: "/in/e", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "other"}, Key: "k"}},
 	}
 	varRun, inputs := t.TempDir(), t.TempDir()
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Protocol: executor.Protocol{StageScript: true}, Template: tmpl, Repository: repo(), VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: true, Artifacts: repo()}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
 	err := we.Init(context.Background())
 	for _, want := range []string{`input artifact "broken": http: GET ` + srv.URL + `/broken: 502 Bad Gateway: backend down`, `input artifact "hostile"`, "unsafe archive entry", `input artifact "elsewhere": s3://other/k`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -648,7 +652,7 @@ func TestInitStagesScriptOnlyWhenTheProtocolSays(t *testing.T) {
 		t.Run(fmt.Sprintf("StageScript=%v", stage), func(t *testing.T) {
 			tmpl := scriptTemplate()
 			varRun := t.TempDir()
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Protocol: executor.Protocol{StageScript: stage}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: t.TempDir()}, nil, nil, nil, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: stage}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: t.TempDir()}, nil, nil, nil, testLog())
 			if err := we.Init(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -714,7 +718,7 @@ func TestArchiveProgress(t *testing.T) {
 					return err
 				},
 			}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), ProgressEvery: tt.every, Clock: clk},
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, ProgressEvery: tt.every, Clock: clk},
 				fake, storeOf(&memStore{}), &recorder{}, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
@@ -756,7 +760,7 @@ func TestWaitReportAfterLongCollection(t *testing.T) {
 	var deadline time.Time
 	rep := &ctxRecorder{check: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
 	save := 20 * time.Second
-	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), SaveTimeout: save, Clock: clk},
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SaveTimeout: save, Clock: clk},
 		fake, storeOf(&memStore{}), rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -788,7 +792,7 @@ func TestWaitParameters(t *testing.T) {
 			tmpl := &wf.Template{Container: &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/work"}}},
 				Outputs: wf.Outputs{Parameters: []wf.Parameter{tt.param}}}
 			rep := &recorder{}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, MainCtrFS: mainFS(t, tt.files)}, &executortest.Fake{}, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, tt.files)}, &executortest.Fake{}, nil, rep, testLog())
 			err := we.Wait(context.Background())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -1,4 +1,4 @@
-package executor
+package report
 
 import (
 	"context"
@@ -70,9 +70,9 @@ func TestAPIRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 			calls := 0
-			r := apiRetry{clock: clk, first: 500 * time.Millisecond, maxDelay: 2 * time.Second, attempts: tt.attempts}
+			r := Retry{Clock: clk, First: 500 * time.Millisecond, MaxDelay: 2 * time.Second, Attempts: tt.attempts}
 			waits, err := stepWhileWaiting(clk, func() error {
-				return r.do(context.Background(), "patch", func(context.Context) error {
+				return r.Do(context.Background(), "patch", func(context.Context) error {
 					calls++
 					if calls <= len(tt.errs) {
 						return tt.errs[calls-1]
@@ -105,9 +105,9 @@ func TestAPIRetryContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
-	r := apiRetry{clock: clk, first: time.Second, maxDelay: time.Second}
+	r := Retry{Clock: clk, First: time.Second, MaxDelay: time.Second}
 	_, err := stepWhileWaiting(clk, func() error {
-		return r.do(ctx, "patch", func(context.Context) error {
+		return r.Do(ctx, "patch", func(context.Context) error {
 			calls++
 			if calls == 2 {
 				cancel()

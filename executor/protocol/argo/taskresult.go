@@ -1,4 +1,4 @@
-package executor
+package argo
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/report"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -42,7 +44,7 @@ type TaskResultReporter struct {
 	// PodName and PodUID make the pod its owner, so it is deleted with the pod.
 	PodName, PodUID string
 	// Fallback reports when task results are forbidden; nil makes a 403 an error.
-	Fallback OutputReporter
+	Fallback flow.OutputReporter
 	// Clock paces the retries; nil means the real clock.
 	Clock clock.Clock
 }
@@ -74,11 +76,11 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 	}
 	fit := wf.NodeOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result,
 		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog}
-	full, _, err := FitResult(&fit, TaskResultOutputsBudget)
+	full, _, err := flow.FitResult(&fit, TaskResultOutputsBudget)
 	if err != nil {
 		return err
 	}
-	if err := checkBudget(&fit, len(full), TaskResultOutputsBudget, fmt.Sprintf("a WorkflowTaskResult's %d-byte budget", TaskResultOutputsBudget)); err != nil {
+	if err := report.CheckBudget(&fit, len(full), TaskResultOutputsBudget, fmt.Sprintf("a WorkflowTaskResult's %d-byte budget", TaskResultOutputsBudget)); err != nil {
 		return fmt.Errorf("report outputs in WorkflowTaskResult %s/%s: %w", r.Namespace, r.NodeID, err)
 	}
 	o := taskResultOutputs{Parameters: fit.Parameters, Artifacts: fit.Artifacts, Result: fit.Result}
@@ -103,7 +105,7 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 // it goes to the pod's progress annotation when Fallback can write one.
 func (r *TaskResultReporter) ReportProgress(ctx context.Context, progress string) error {
 	return r.upsert(ctx, "progress", progress, func() error {
-		if p, ok := r.Fallback.(ProgressReporter); ok {
+		if p, ok := r.Fallback.(flow.ProgressReporter); ok {
 			return p.ReportProgress(ctx, progress)
 		}
 		return nil
@@ -135,8 +137,8 @@ func (r *TaskResultReporter) upsert(ctx context.Context, field string, value any
 	}
 	res := r.Client.Resource(taskResultGVR()).Namespace(r.Namespace)
 	what := fmt.Sprintf("%s of WorkflowTaskResult %s/%s", field, r.Namespace, r.NodeID)
-	retry := apiRetry{clock: r.Clock, first: time.Second, maxDelay: 8 * time.Second, attempts: taskResultAttempts}
-	err = retry.do(ctx, "write "+what, func(ctx context.Context) error {
+	retry := report.Retry{Clock: r.Clock, First: time.Second, MaxDelay: 8 * time.Second, Attempts: taskResultAttempts}
+	err = retry.Do(ctx, "write "+what, func(ctx context.Context) error {
 		_, err := res.Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			_, err = res.Patch(ctx, r.NodeID, types.MergePatchType, patch, metav1.PatchOptions{})

@@ -1,4 +1,4 @@
-package executor
+package report
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
@@ -42,8 +44,8 @@ const podReportAttempts = 12
 // window, SaveTimeout), so that an API server restarting or an etcd stall
 // within it costs no outputs; at most podReportAttempts tries (about 40 s)
 // even under a context without a deadline.
-func (r *PodReporter) retry() apiRetry {
-	return apiRetry{clock: r.Clock, first: 500 * time.Millisecond, maxDelay: 4 * time.Second, attempts: podReportAttempts, log: r.Log}
+func (r *PodReporter) retry() Retry {
+	return Retry{Clock: r.Clock, First: 500 * time.Millisecond, MaxDelay: 4 * time.Second, Attempts: podReportAttempts, Log: r.Log}
 }
 
 // Report patches the outputs annotation, in one request when the outputs
@@ -54,10 +56,10 @@ func (r *PodReporter) retry() apiRetry {
 // sent again. Outputs that are over the budget even without a result are
 // refused, with an error naming the biggest output and what the other
 // annotations use. The GET and the patch are retried while they fail for a
-// reason that may pass (apiRetry), within ctx.
+// reason that may pass (Retry), within ctx.
 func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error {
 	whole := wf.MaxAnnotationBytes - len(wf.AnnotationOutputs)
-	b, dropped, err := FitResult(outputs, whole)
+	b, dropped, err := flow.FitResult(outputs, whole)
 	if err != nil {
 		return err
 	}
@@ -69,12 +71,12 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		return err
 	}
 	var pod *corev1.Pod
-	err = r.retry().do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to fit the outputs", func(ctx context.Context) (err error) {
+	err = r.retry().Do(ctx, "get pod "+r.Namespace+"/"+r.Name+" to fit the outputs", func(ctx context.Context) (err error) {
 		pod, err = r.Pods.Get(ctx, r.Name, metav1.GetOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s to fit the outputs to its annotation budget: %w%s", r.Namespace, r.Name, err, rbacHint(err, "get", "pods", r.Namespace))
+		return fmt.Errorf("get pod %s/%s to fit the outputs to its annotation budget: %w%s", r.Namespace, r.Name, err, RBACHint(err, "get", "pods", r.Namespace))
 	}
 	used := 0
 	for k, v := range pod.Annotations {
@@ -83,7 +85,7 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 		}
 	}
 	budget := whole - used
-	b, more, err := FitResult(outputs, budget)
+	b, more, err := flow.FitResult(outputs, budget)
 	if err != nil {
 		return err
 	}
@@ -101,12 +103,12 @@ func (r *PodReporter) patch(ctx context.Context, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode outputs patch: %w", err)
 	}
-	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+	err = r.retry().Do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
 		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
+		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, RBACHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }
@@ -124,12 +126,12 @@ func (r *PodReporter) logCut(outputs *wf.NodeOutputs, dropped, budget int) {
 // CheckOutputsBudget returns an error when size bytes of outputs JSON exceed
 // budget, naming the biggest outputs and suggesting an artifact.
 func CheckOutputsBudget(outputs *wf.NodeOutputs, size, budget int) error {
-	return checkBudget(outputs, size, budget, fmt.Sprintf("the pod's %d-byte annotation budget", wf.MaxAnnotationBytes))
+	return CheckBudget(outputs, size, budget, fmt.Sprintf("the pod's %d-byte annotation budget", wf.MaxAnnotationBytes))
 }
 
-// checkBudget is CheckOutputsBudget for any budget; of names it ("the
+// CheckBudget is CheckOutputsBudget for any budget; of names it ("the
 // pod's 262144-byte annotation budget").
-func checkBudget(outputs *wf.NodeOutputs, size, budget int, of string) error {
+func CheckBudget(outputs *wf.NodeOutputs, size, budget int, of string) error {
 	if size <= budget {
 		return nil
 	}
@@ -163,12 +165,23 @@ func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error
 	if err != nil {
 		return fmt.Errorf("encode progress patch: %w", err)
 	}
-	err = r.retry().do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+	err = r.retry().Do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
 		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, rbacHint(err, "patch", "pods", r.Namespace))
+		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, RBACHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
+}
+
+// NewPodReporter returns a PodReporter for pod namespace/name, reaching the
+// API server with restCfg; log says when the result is cut and when a call
+// is retried.
+func NewPodReporter(restCfg *rest.Config, namespace, name string, log *logrus.Entry) (*PodReporter, error) {
+	client, err := kubeclient.New(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	return &PodReporter{Pods: client.Pods(namespace), Namespace: namespace, Name: name, Log: log}, nil
 }

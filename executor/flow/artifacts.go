@@ -1,4 +1,4 @@
-package executor
+package flow
 
 import (
 	"context"
@@ -23,6 +23,40 @@ type ArtifactDriver interface {
 	Load(ctx context.Context, art wf.Artifact, dest string) error
 	// Save stores the local file localPath at the artifact's location.
 	Save(ctx context.Context, localPath string, art wf.Artifact) (artifacts.Object, error)
+}
+
+// ArtifactChecker is implemented by an ArtifactDriver that can tell, before
+// any transfer, that it cannot move an artifact: a kind of store argoexec
+// does not implement, one the controller configured none of, an output to
+// a location that only loads (artifacts.Store implements it).
+type ArtifactChecker interface {
+	// Check says why art cannot be moved as an input (output false) or an
+	// output; nil when it can be tried.
+	Check(art wf.Artifact, output bool) error
+}
+
+// checkArtifacts asks the store, before any transfer, whether it can move
+// the template's output artifacts and, with inputs, its input artifacts.
+// The error names every artifact it cannot move.
+func (we *WorkflowExecutor) checkArtifacts(inputs bool) error {
+	c, ok := we.artifactDriver().(ArtifactChecker)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	if inputs {
+		for _, a := range we.cfg.Template.Inputs.Artifacts {
+			if err := c.Check(a, false); err != nil {
+				errs = append(errs, fmt.Errorf("input %w", err))
+			}
+		}
+	}
+	for _, a := range we.cfg.Template.Outputs.Artifacts {
+		if err := c.Check(a, true); err != nil {
+			errs = append(errs, fmt.Errorf("output %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // artifactDriver is the flows' driver: the one cmd/ built for the
@@ -89,7 +123,7 @@ func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOu
 			out.Artifacts = append(out.Artifacts, *saved)
 		case errors.Is(err, ErrOutputMissing) && a.Optional:
 			we.log.WithField("artifact", a.Name).Infof("optional artifact: %s does not exist; skipped", a.Path)
-		case errors.Is(err, errNoRepository):
+		case errors.Is(err, ErrNoRepository):
 			missingRepo = append(missingRepo, err)
 		default:
 			errs = append(errs, fmt.Errorf("output artifact %q (%s): %w", a.Name, a.Path, err))
@@ -98,45 +132,38 @@ func (we *WorkflowExecutor) collectArtifacts(ctx context.Context, out *wf.NodeOu
 	if len(missingRepo) > 0 {
 		names := make([]string, len(missingRepo))
 		for i, err := range missingRepo {
-			names[i] = strings.TrimSuffix(err.Error(), ": "+errNoRepository.Error())
+			names[i] = strings.TrimSuffix(err.Error(), ": "+ErrNoRepository.Error())
 		}
 		errs = append(errs, fmt.Errorf("output artifacts %s need an artifact repository: %s", strings.Join(names, ", "), we.noRepositoryHint()))
 	}
 	return errors.Join(errs...)
 }
 
-// noRepositoryHint says where the repository is configured, per protocol.
+// noRepositoryHint says where the repository is configured, as the
+// protocol's locator says.
 func (we *WorkflowExecutor) noRepositoryHint() string {
-	if _, ok := we.locator().(ArchiveLocationLocator); ok {
-		return "the template has no archiveLocation: set artifactRepository in Argo's workflow-controller-configmap (or an artifactRepositoryRef), or give each artifact its own s3 location"
-	}
-	return "set artifactRepository.s3 in the workflow-controller ConfigMap"
-}
-
-// locator is the protocol's ArtifactLocator, else our ConfigMap's.
-func (we *WorkflowExecutor) locator() ArtifactLocator {
 	if l := we.cfg.Protocol.Artifacts; l != nil {
-		return l
+		return l.NoRepositoryHint()
 	}
-	var repo *wf.S3ArtifactRepository
-	if we.cfg.Repository != nil {
-		repo = we.cfg.Repository.S3
-	}
-	return KeyFormatLocator{Repository: repo}
+	return "the controller that built the pod passed no artifact repository"
 }
 
 func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, a wf.Artifact) (*wf.Artifact, error) {
 	start := time.Now()
-	upload, reported, err := we.locator().Locate(a, KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
+	l := we.cfg.Protocol.Artifacts
+	if l == nil {
+		return nil, fmt.Errorf("%s: %w", a.Name, ErrNoRepository)
+	}
+	upload, reported, err := l.Locate(a, KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
 		PodNamespace: we.cfg.PodNamespace, TemplateName: we.cfg.Template.Name})
-	if errors.Is(err, errNoRepository) {
+	if errors.Is(err, ErrNoRepository) {
 		return nil, fmt.Errorf("%s: %w", a.Name, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if we.store == nil {
-		return nil, fmt.Errorf("%s: %w", a.Name, errNoRepository)
+		return nil, fmt.Errorf("%s: %w", a.Name, ErrNoRepository)
 	}
 	dir, err := os.MkdirTemp(we.cfg.TempDir, "artifact-")
 	if err != nil {
@@ -157,7 +184,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	if err != nil {
 		return nil, err
 	}
-	we.log.WithFields(map[string]any{"artifact": a.Name, "key": upload.S3.Key, "bytes": obj.Size, "sha256": obj.SHA256,
+	we.log.WithFields(map[string]any{"artifact": a.Name, "key": obj.Key, "bytes": obj.Size, "sha256": obj.SHA256,
 		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
 	return &reported, nil
 }

@@ -1,4 +1,4 @@
-package executor
+package flow
 
 import (
 	"context"
@@ -12,25 +12,24 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// OutputReporter publishes what wait collected (PodReporter writes it to the
+// OutputReporter publishes what wait collected (report.PodReporter writes it to the
 // pod's outputs annotation).
 type OutputReporter interface {
 	Report(ctx context.Context, outputs *wf.NodeOutputs) error
 }
 
-// Protocol is the seam between the flows and the controller that built the
-// pod: everything that differs between our pod builder (pkg/podspec) and
-// Argo Workflows v3.3.8's controller, decided once in cmd/ from the
-// environment. The flows read it and never ask which controller they serve.
-// The zero Protocol is our controller's. Where things are (the script, the
-// input artifacts) is in WorkflowConfig's paths, which cmd/ also sets per
-// protocol.
+// Protocol is what the flows need to know of the controller that built the
+// pod: its policies here, its behaviours as the interfaces beside them
+// (ArtifactLocator, OutputReporter, ProgressReporter). Each controller's
+// protocol package (executor/protocol/native, executor/protocol/argo) fills
+// it; the flows read it and never ask which controller they serve. Where
+// things are (the script, the input artifacts) is in WorkflowConfig's
+// paths, which the protocol package also sets.
 type Protocol struct {
-	// Name names the protocol in logs: "argoexec" or "argo-v3.3".
-	Name string
 	// InputsOnVolumes says that an input artifact whose path is on one of
 	// main's volume mounts is written through wait's and init's mirror of
 	// that volume (MainCtrFS+path) instead of InputArtifactsDir: Argo's
@@ -51,7 +50,7 @@ type Protocol struct {
 	// already stopping every container.
 	SignalStopsMain bool
 	// Artifacts says where output artifacts go and how the report names
-	// them; nil means KeyFormatLocator over WorkflowConfig.Repository.
+	// them; nil means no output artifact can be saved.
 	Artifacts ArtifactLocator
 	// Progress is the self-reported progress monitor; zero means none.
 	Progress ProgressSettings
@@ -70,8 +69,6 @@ type WorkflowConfig struct {
 	PodName, PodNamespace, WorkflowName string
 	// SidecarMode is native or legacy: in legacy mode wait stops sidecars.
 	SidecarMode string
-	// Repository is where artifacts go; nil when the ConfigMap sets none.
-	Repository *wf.ArtifactRepository
 	// MainCtrFS is where main's volume mounts are mirrored in wait
 	// (workflow.MainCtrFSPath); tests point it at a temporary directory.
 	MainCtrFS string
@@ -117,7 +114,7 @@ type WorkflowConfig struct {
 // It knows no backend by name.
 type WorkflowExecutor struct {
 	cfg      WorkflowConfig
-	runtime  ContainerRuntimeExecutor
+	runtime  executor.ContainerRuntimeExecutor
 	store    ArtifactDriver
 	reporter OutputReporter
 	log      *logrus.Entry
@@ -125,7 +122,7 @@ type WorkflowExecutor struct {
 
 // NewWorkflowExecutor returns a WorkflowExecutor. runtime may be nil for init,
 // store may be nil when no artifacts are used, reporter may be nil for init.
-func NewWorkflowExecutor(cfg WorkflowConfig, runtime ContainerRuntimeExecutor, store ArtifactDriver, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
+func NewWorkflowExecutor(cfg WorkflowConfig, runtime executor.ContainerRuntimeExecutor, store ArtifactDriver, reporter OutputReporter, log *logrus.Entry) *WorkflowExecutor {
 	if cfg.MaxResultBytes == 0 {
 		cfg.MaxResultBytes = wf.MaxFileBytes
 	}

@@ -1,4 +1,4 @@
-package executor
+package report
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// rbacHint returns, for an API server refusal (403), what to grant: verb on
+// RBACHint returns, for an API server refusal (403), what to grant: verb on
 // resource in namespace, to the pod's service account; "" for other errors.
 // Append it to the error message of the request that was refused.
-func rbacHint(err error, verb, resource, namespace string) string {
+func RBACHint(err error, verb, resource, namespace string) string {
 	if !apierrors.IsForbidden(err) {
 		return ""
 	}

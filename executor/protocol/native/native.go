@@ -1,0 +1,155 @@
+// Package native is the side of the pod of argoexec's own pod builder
+// (pkg/podspec, workflow-controller): the template in the pod annotation
+// workflows.argoproj.io/template projected as a file, the repository and
+// its keys in argoexec's own variables, outputs in the pod annotation
+// workflows.argoproj.io/outputs, and SIGTERM to wait as the kubelet's
+// (the kubelet is already stopping the pod's containers).
+package native
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/protocol"
+	"github.com/argoexec/argoexec/executor/report"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
+)
+
+// Name names this protocol in logs.
+const Name = "argoexec"
+
+// Protocol is argoexec's own pod builder's side of the pod; the zero value
+// is ready for Complete.
+type Protocol struct {
+	// TemplatePath is the template file (ARGO_TEMPLATE_PATH, else
+	// workflow.TemplateFile).
+	TemplatePath string
+	// SidecarMode is native or legacy (ARGO_SIDECAR_MODE, else native).
+	SidecarMode string
+	// ArtifactRepository is the repository as JSON, without credentials
+	// (ARGO_ARTIFACT_REPOSITORY).
+	ArtifactRepository string
+	// S3AccessKey and S3SecretKey are the repository's keys.
+	S3AccessKey, S3SecretKey string
+}
+
+// Name implements protocol.Protocol.
+func (*Protocol) Name() string { return Name }
+
+// OwnEnv implements protocol.Protocol: variables argoexec's pod builder
+// sets and Argo's controller never does.
+func (*Protocol) OwnEnv() []string {
+	return []string{wf.EnvTemplatePath, wf.EnvPodNamespace, wf.EnvArtifactRepository, wf.EnvS3AccessKey, wf.EnvS3SecretKey, wf.EnvSidecarMode}
+}
+
+// Complete implements protocol.Protocol.
+func (p *Protocol) Complete(_ string, getenv func(string) string) error {
+	p.TemplatePath = getenv(wf.EnvTemplatePath)
+	if p.TemplatePath == "" {
+		p.TemplatePath = wf.TemplateFile
+	}
+	p.SidecarMode = getenv(wf.EnvSidecarMode)
+	if p.SidecarMode == "" {
+		p.SidecarMode = wf.SidecarModeNative
+	}
+	p.ArtifactRepository = getenv(wf.EnvArtifactRepository)
+	p.S3AccessKey = getenv(wf.EnvS3AccessKey)
+	p.S3SecretKey = getenv(wf.EnvS3SecretKey)
+	return nil
+}
+
+// Validate implements protocol.Protocol.
+func (p *Protocol) Validate(cmd string) error {
+	if p.SidecarMode != wf.SidecarModeNative && p.SidecarMode != wf.SidecarModeLegacy {
+		return fmt.Errorf("argoexec %s: %s=%q is not a sidecar mode (want native or legacy)", cmd, wf.EnvSidecarMode, p.SidecarMode)
+	}
+	if _, err := p.repository(); err != nil {
+		return fmt.Errorf("argoexec %s: %w", cmd, err)
+	}
+	return nil
+}
+
+// Template implements protocol.Protocol: the --template file, else the
+// projected annotation.
+func (p *Protocol) Template(path string) (*wf.Template, error) {
+	if path != "" {
+		return protocol.ReadTemplate(path, "--template")
+	}
+	return protocol.ReadTemplate(p.TemplatePath, "the pod builder projects annotation "+wf.AnnotationTemplate+" there")
+}
+
+// Flow implements protocol.Protocol.
+func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
+	parts := protocol.FlowParts{Config: flow.WorkflowConfig{
+		Template: req.Template, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
+		SidecarMode: p.SidecarMode, KillGrace: req.KillGrace,
+	}}
+	repo, err := p.repository()
+	if err != nil {
+		return parts, err
+	}
+	var s3Repo *wf.S3ArtifactRepository
+	if repo != nil {
+		s3Repo = repo.S3
+	}
+	parts.Config.Protocol.Artifacts = KeyFormatLocator{Repository: s3Repo}
+	if parts.Store, err = p.store(repo, req.Log); err != nil {
+		return parts, err
+	}
+	if req.RESTConfig != nil {
+		if parts.Reporter, err = report.NewPodReporter(req.RESTConfig, req.Pod.Namespace, req.Pod.Name, req.Log); err != nil {
+			return parts, err
+		}
+	}
+	return parts, nil
+}
+
+// Main implements protocol.Protocol: the pod annotation, no deadline of
+// its own, and the ConfigMap's repository and keys.
+func (p *Protocol) Main(req protocol.Request) (protocol.MainParts, error) {
+	rep, err := report.NewPodReporter(req.RESTConfig, req.Pod.Namespace, req.Pod.Name, req.Log)
+	if err != nil {
+		return protocol.MainParts{}, err
+	}
+	parts := protocol.MainParts{Reporter: rep, DataCredentials: p.keys()}
+	repo, err := p.repository()
+	if err != nil {
+		return parts, err
+	}
+	if repo != nil && repo.S3 != nil {
+		b := repo.S3.S3Bucket
+		parts.DataRepository = &b
+	}
+	return parts, nil
+}
+
+// repository decodes ARGO_ARTIFACT_REPOSITORY; nil when none is set, which
+// is not an error until an artifact needs it.
+func (p *Protocol) repository() (*wf.ArtifactRepository, error) {
+	if p.ArtifactRepository == "" {
+		return nil, nil
+	}
+	repo := &wf.ArtifactRepository{}
+	if err := json.Unmarshal([]byte(p.ArtifactRepository), repo); err != nil {
+		return nil, fmt.Errorf("%s is not an artifact repository: %v", wf.EnvArtifactRepository, err)
+	}
+	return repo, nil
+}
+
+func (p *Protocol) keys() artifacts.Credentials {
+	return artifacts.StaticKeys{AccessKey: p.S3AccessKey, SecretKey: p.S3SecretKey}
+}
+
+// store is the repository's store: only its bucket is allowed, whose keys
+// the pod holds; with no repository only raw and http inputs load.
+func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.ArtifactDriver, error) {
+	var def wf.ArtifactLocation
+	if repo != nil && repo.S3 != nil {
+		def.S3 = &wf.S3Artifact{S3Bucket: repo.S3.S3Bucket}
+	}
+	return artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log})
+}

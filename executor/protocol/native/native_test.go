@@ -1,0 +1,74 @@
+package native
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/protocol"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestProtocol(t *testing.T) {
+	repo := `{"s3":{"endpoint":"s3:7070","bucket":"b","keyFormat":"{{workflow.name}}/{{pod.name}}"}}`
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, parts protocol.FlowParts)
+	}{
+		{name: "defaults", env: map[string]string{}, check: func(t *testing.T, parts protocol.FlowParts) {
+			if parts.Config.SidecarMode != wf.SidecarModeNative {
+				t.Errorf("sidecar mode %q", parts.Config.SidecarMode)
+			}
+			_, _, err := parts.Config.Protocol.Artifacts.Locate(wf.Artifact{Name: "out"}, flow.KeyVars{})
+			if !errors.Is(err, flow.ErrNoRepository) {
+				t.Errorf("Locate without a repository: %v", err)
+			}
+		}},
+		{name: "the repository locates outputs and limits the store to its bucket", env: map[string]string{wf.EnvArtifactRepository: repo, wf.EnvS3AccessKey: "a", wf.EnvS3SecretKey: "s"},
+			check: func(t *testing.T, parts protocol.FlowParts) {
+				up, _, err := parts.Config.Protocol.Artifacts.Locate(wf.Artifact{Name: "out"}, flow.KeyVars{WorkflowName: "wf", PodName: "pod"})
+				if err != nil || up.S3 == nil || up.S3.Bucket != "b" || up.S3.Key != "wf/pod" {
+					t.Errorf("Locate = %+v, %v", up.S3, err)
+				}
+				c := parts.Store.(flow.ArtifactChecker)
+				if err := c.Check(wf.Artifact{Name: "in", S3: &wf.S3Artifact{Key: "k"}}, false); err != nil {
+					t.Errorf("Check s3 input: %v", err)
+				}
+			}},
+		{name: "a bad sidecar mode", env: map[string]string{wf.EnvSidecarMode: "sometimes"}, wantErr: `ARGO_SIDECAR_MODE="sometimes" is not a sidecar mode`},
+		{name: "a bad repository", env: map[string]string{wf.EnvArtifactRepository: "{"}, wantErr: "ARGO_ARTIFACT_REPOSITORY is not an artifact repository"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Protocol{}
+			if err := p.Complete("wait", env(tt.env)); err != nil {
+				t.Fatal(err)
+			}
+			err := p.Validate("wait")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Validate: %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, err := p.Flow(protocol.Request{Command: "wait", Template: &wf.Template{Name: "t"}, Log: logrus.NewEntry(logrus.New())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts.Reporter != nil {
+				t.Error("a reporter without a REST config")
+			}
+			tt.check(t, parts)
+		})
+	}
+}
