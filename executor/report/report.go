@@ -99,16 +99,22 @@ func (r *PodReporter) Report(ctx context.Context, outputs *wf.NodeOutputs) error
 
 // patch merge-patches outputs JSON b into the pod's outputs annotation.
 func (r *PodReporter) patch(ctx context.Context, b []byte) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{wf.AnnotationOutputs: string(b)}}})
+	return r.patchAnnotation(ctx, "outputs", wf.AnnotationOutputs, string(b))
+}
+
+// patchAnnotation merge-patches annotation key (what names it in
+// messages) to value on the pod, retried as retry says.
+func (r *PodReporter) patchAnnotation(ctx context.Context, what, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 	if err != nil {
-		return fmt.Errorf("encode outputs patch: %w", err)
+		return fmt.Errorf("encode %s patch: %w", what, err)
 	}
-	err = r.retry().Do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
+	err = r.retry().Do(ctx, "patch "+what+" annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
 		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("patch outputs annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, RBACHint(err, "patch", "pods", r.Namespace))
+		return fmt.Errorf("patch %s annotation on pod %s/%s: %w%s", what, r.Namespace, r.Name, err, RBACHint(err, "patch", "pods", r.Namespace))
 	}
 	return nil
 }
@@ -161,18 +167,7 @@ func CheckBudget(outputs *wf.NodeOutputs, size, budget int, of string) error {
 // (N/M), the fallback of Argo's argoexec for progress when task results
 // are forbidden.
 func (r *PodReporter) ReportProgress(ctx context.Context, progress string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{wf.AnnotationProgress: progress}}})
-	if err != nil {
-		return fmt.Errorf("encode progress patch: %w", err)
-	}
-	err = r.retry().Do(ctx, "patch outputs annotation on pod "+r.Namespace+"/"+r.Name, func(ctx context.Context) error {
-		_, err := r.Pods.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("patch progress annotation on pod %s/%s: %w%s", r.Namespace, r.Name, err, RBACHint(err, "patch", "pods", r.Namespace))
-	}
-	return nil
+	return r.patchAnnotation(ctx, "progress", wf.AnnotationProgress, progress)
 }
 
 // NewPodReporter returns a PodReporter for pod namespace/name, reaching the
