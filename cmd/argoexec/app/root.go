@@ -128,6 +128,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		newInitCmd(ctx, g, stdio, r.init),
 		newResourceCmd(ctx, g, stdio, r.resource),
 		newDataCmd(ctx, g, stdio, r.data),
+		newEmissaryCmd(ctx, g, stdio),
 		newVersionCmd(stdio),
 	)
 	return root
