@@ -116,7 +116,12 @@ func (o *EmissaryOptions) Run(ctx context.Context, g *globalOptions) error {
 }
 
 func newEmissaryCmd(ctx context.Context, g *globalOptions, stdio IO) *cobra.Command {
-	o := &EmissaryOptions{}
+	return newEmissaryCmdExit(ctx, g, stdio, nil)
+}
+
+// newEmissaryCmdExit is newEmissaryCmd with the exit replaced (nil: os.Exit).
+func newEmissaryCmdExit(ctx context.Context, g *globalOptions, stdio IO, exit func(int)) *cobra.Command {
+	o := &EmissaryOptions{Exit: exit}
 	cmd := &cobra.Command{
 		Use:   "emissary -- CMD [ARGS...]",
 		Short: "Run CMD as a child under Argo's emissary protocol: forward signals to it, keep its output and outputs on /var/run/argo, write its exit code last",
