@@ -24,6 +24,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/kubeclient/kubeclienttest"
 )
 
@@ -479,28 +480,28 @@ func TestGetOutputStream(t *testing.T) {
 		{
 			name: "gate on",
 			answer: func(s *string) error {
-				if s != nil && *s == probeStream {
+				if s != nil && *s == stdoutlog.ProbeStream {
 					return invalid
 				}
 				return nil
 			},
 			wantStdout:  true,
-			wantStreams: []string{"Stdout", probeStream, "Stdout"},
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream, "Stdout"},
 		},
 		{
 			name:        "gate off on the API server",
 			answer:      func(s *string) error { return map[bool]error{true: invalid}[s != nil] },
-			wantStreams: []string{"Stdout", probeStream}, // the probe runs beside the first request
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream}, // the probe runs beside the first request
 		},
 		{
 			name:        "gate off on the kubelet",
 			answer:      func(s *string) error { return map[bool]error{true: badRequest}[s != nil] },
-			wantStreams: []string{"Stdout", probeStream}, // the probe runs beside the first request
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream}, // the probe runs beside the first request
 		},
 		{
 			name:        "server older than 1.32 ignores the field",
 			answer:      func(*string) error { return nil },
-			wantStreams: []string{"Stdout", probeStream},
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
