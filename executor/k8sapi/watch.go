@@ -14,6 +14,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 )
 
@@ -89,12 +90,8 @@ func (s watchSource) relist(ctx context.Context, pw *podWatcher) (*corev1.Pod, e
 		case !pw.refused(op, err):
 			return nil, s.e.apiError(ctx, op+" "+s.e.podRef(), "get", "pods", err)
 		}
-		t := s.clock.NewTimer(refusalDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
+		if err := backoff.Sleep(ctx, s.clock, refusalDelay); err != nil {
+			return nil, err
 		}
 	}
 }

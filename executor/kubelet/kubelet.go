@@ -37,6 +37,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -222,7 +223,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	delay := authRetryFirst
+	retry := backoff.Exponential(e.clock, authRetryFirst, authRetryMaxDelay)
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -240,15 +241,10 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		if attempt >= authRetryAttempts || !errors.As(serr, &se) || !authorizerUnreachable(se) {
 			return nil, serr
 		}
-		e.log.WithError(serr).WithField("retryIn", delay).Info("kubelet: could not check the grant with the API server; asking again")
-		t := e.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, ctx.Err())
-		case <-t.C():
+		e.log.WithError(serr).WithField("retryIn", retry.Delay()).Info("kubelet: could not check the grant with the API server; asking again")
+		if err := retry.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, err)
 		}
-		delay = min(2*delay, authRetryMaxDelay)
 	}
 }
 
