@@ -146,13 +146,14 @@ func (e *Executor) execURL(req podexec.ExecRequest) (*url.URL, error) {
 }
 
 // apiError wraps an API error for op; a 403 also names the permission that
-// is missing and who lacks it.
+// is missing and who lacks it. It adds no "k8sapi:" prefix: the method the
+// caller called (the engine's, or GetOutputStream) adds it once.
 func (e *Executor) apiError(ctx context.Context, op, verb, resource string, err error) error {
 	if apierrors.IsForbidden(err) || podexec.IsForbidden(err) {
-		return fmt.Errorf("k8sapi: %s: %w; missing permission: %s needs %q on %q in namespace %s (manifests/overlays/k8sapi grants it)",
+		return fmt.Errorf("%s: %w; missing permission: %s needs %q on %q in namespace %s (manifests/overlays/k8sapi grants it)",
 			op, err, e.whoAmI(ctx), verb, resource, e.cfg.Namespace)
 	}
-	return fmt.Errorf("k8sapi: %s: %w", op, err)
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // execer adds the missing pods/exec permission to exec errors that are a
@@ -191,11 +192,11 @@ func (e *Executor) whoAmI(ctx context.Context) string {
 	return name
 }
 
-// getPod reads the pod.
+// getPod reads the pod. The engine's error names the pod.
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 	pod, err := e.client.Pods(e.cfg.Namespace).Get(ctx, e.cfg.PodName, metav1.GetOptions{})
 	if err != nil {
-		return nil, e.apiError(ctx, "get pod "+e.podRef(), "get", "pods", err)
+		return nil, e.apiError(ctx, "get pod", "get", "pods", err)
 	}
 	return pod, nil
 }
@@ -240,7 +241,7 @@ func (e *Executor) GetOutputStream(ctx context.Context, containerName string, co
 	case errors.Is(err, stdoutlog.ErrUnsupported):
 		return nil, errNoSplitLogs(containerName)
 	case err != nil:
-		return nil, e.apiError(ctx, op, "get", "pods/log", err)
+		return nil, fmt.Errorf("k8sapi: %w", e.apiError(ctx, op, "get", "pods/log", err))
 	}
 	return rc, nil
 }

@@ -291,6 +291,7 @@ func TestWaitWatchForbidden(t *testing.T) {
 			t.Errorf("error %v does not contain %q", err, w)
 		}
 	}
+	checkPrefixOnce(t, err)
 }
 
 // TestWaitRewatchRefusedAfterRestart: once the watch has worked, a re-watch
@@ -446,6 +447,22 @@ func TestForbiddenNamesPermission(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v does not contain %q", err, w)
 		}
+	}
+	checkPrefixOnce(t, err)
+}
+
+// checkPrefixOnce checks that err says "k8sapi:" and names the pod once
+// each: every layer adds its own part, none repeats another's.
+func checkPrefixOnce(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if n := strings.Count(err.Error(), "k8sapi:"); n != 1 {
+		t.Errorf("error %q says k8sapi: %d times, want once", err, n)
+	}
+	if n := strings.Count(err.Error(), ns+"/"+podName); n != 1 {
+		t.Errorf("error %q names pod %s/%s %d times, want once", err, ns, podName, n)
 	}
 }
 
