@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 )
@@ -145,11 +146,11 @@ func checkConfigMap(t *testing.T, o *objects, backend string) {
 	if len(o.configMaps) != 1 || o.configMaps[0].Name != config.ConfigMapName {
 		t.Fatalf("ConfigMaps = %+v", o.configMaps)
 	}
-	cfg, err := config.FromConfigMap(&o.configMaps[0])
+	cfg, err := config.FromConfigMap(&o.configMaps[0], backends.All().Config())
 	if err != nil {
 		t.Fatalf("ConfigMap: %v", err)
 	}
-	if got, _ := cfg.Select(nil); got != backend {
+	if got, _ := cfg.Select(nil, backends.All().Config()); got != backend {
 		t.Errorf("ConfigMap selects %q, want %q", got, backend)
 	}
 	if !strings.Contains(o.configMaps[0].Data[config.ConfigKey], "containerRuntimeExecutor: "+backend) {

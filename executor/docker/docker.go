@@ -36,10 +36,8 @@ import (
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// Defaults for Config.
+// Defaults for Config (the socket's is workflow.DefaultDockerSockPath).
 const (
-	// DefaultSockPath is the Docker Engine socket (ConfigMap dockerSockPath).
-	DefaultSockPath = "/var/run/docker.sock"
 	// DefaultFindTimeout bounds how long Wait looks for a container that
 	// does not exist yet, or has not started yet.
 	DefaultFindTimeout = 60 * time.Second
@@ -85,7 +83,7 @@ var ErrContainerNotFound = errors.New("container not found on the Docker engine"
 // Config configures the docker backend.
 type Config struct {
 	// SockPath is the Docker Engine's unix socket; empty means
-	// DefaultSockPath.
+	// workflow.DefaultDockerSockPath.
 	SockPath string
 	// Namespace is the namespace of the pod whose containers the backend
 	// reaches. Required.
@@ -125,7 +123,7 @@ func New(cfg Config, log *logrus.Entry) (*Executor, error) {
 
 func newExecutor(cfg Config, log *logrus.Entry, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*Executor, error) {
 	if cfg.SockPath == "" {
-		cfg.SockPath = DefaultSockPath
+		cfg.SockPath = workflow.DefaultDockerSockPath
 	}
 	if cfg.FindTimeout == 0 {
 		cfg.FindTimeout = DefaultFindTimeout

@@ -21,6 +21,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/sirupsen/logrus"
 
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
 )
 
@@ -142,7 +143,7 @@ func TestNew(t *testing.T) {
 				t.Fatalf("New: %v", err)
 			}
 			defer x.Close()
-			if x.cfg.SockPath != DefaultSockPath || x.cfg.FindTimeout != DefaultFindTimeout {
+			if x.cfg.SockPath != workflow.DefaultDockerSockPath || x.cfg.FindTimeout != DefaultFindTimeout {
 				t.Errorf("defaults: sock %q, find timeout %s", x.cfg.SockPath, x.cfg.FindTimeout)
 			}
 		})

@@ -12,6 +12,9 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
+
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 )
 
 // Backoff between lookups while finding a container. Events wake the search
@@ -127,7 +130,8 @@ func (e *Executor) findStarted(ctx context.Context, name string) (container.Summ
 		last       container.Summary
 		lastErr    error
 	)
-	for backoff := findBackoffMin; ; backoff = min(2*backoff, findBackoffMax) {
+	delays := backoff.Exponential(clock.RealClock{}, findBackoffMin, findBackoffMax)
+	for {
 		c, err := e.lookup(findCtx, name)
 		switch {
 		case err == nil && c.State != container.StateCreated:
@@ -149,7 +153,7 @@ func (e *Executor) findStarted(ctx context.Context, name string) (container.Summ
 			evMsgs, evErrs = e.subscribe(findCtx, name)
 			continue
 		}
-		timer := time.NewTimer(backoff)
+		timer := delays.Timer()
 		select {
 		case <-evMsgs:
 		case err := <-evErrs:
@@ -157,7 +161,7 @@ func (e *Executor) findStarted(ctx context.Context, name string) (container.Summ
 				e.log.WithError(err).Debug("events stream ended; finding by backoff alone")
 			}
 			evMsgs, evErrs = nil, nil
-		case <-timer.C:
+		case <-timer.C():
 		case <-findCtx.Done():
 		}
 		timer.Stop()

@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 )
 
 // Container is one container of the pod the conformance suite runs: a name
@@ -128,16 +131,15 @@ func (s *suite) waitReady(t *testing.T, container string) {
 	t.Helper()
 	ctx := s.ctx(t)
 	var lastErr error
-	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+	delays := backoff.Exponential(clock.RealClock{}, 50*time.Millisecond, time.Second)
+	for {
 		if _, err := s.x.GetFileContents(ctx, container, readyFile); err == nil {
 			return
 		} else {
 			lastErr = err
 		}
-		select {
-		case <-ctx.Done():
+		if delays.Wait(ctx) != nil {
 			t.Fatalf("%s: container %q never wrote %s within %s: last error: %v", s.env.Backend, container, readyFile, s.env.Timeout, lastErr)
-		case <-time.After(delay):
 		}
 	}
 }

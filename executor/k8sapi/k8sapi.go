@@ -23,11 +23,10 @@ package k8sapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
@@ -76,9 +76,8 @@ type Executor struct {
 	// remote is the pods/exec transport; nil in unit tests.
 	remote *podexec.RemoteExecer
 
-	// splitLogs is 0 until GetOutputStream learns whether the API server
-	// can return stdout alone, then 1 (yes) or 2 (no).
-	splitLogs atomic.Int32
+	// stdout knows whether pods/log can give stdout alone.
+	stdout stdoutlog.Probe
 }
 
 var _ executor.ContainerRuntimeExecutor = (*Executor)(nil)
@@ -147,13 +146,14 @@ func (e *Executor) execURL(req podexec.ExecRequest) (*url.URL, error) {
 }
 
 // apiError wraps an API error for op; a 403 also names the permission that
-// is missing and who lacks it.
+// is missing and who lacks it. It adds no "k8sapi:" prefix: the method the
+// caller called (the engine's, or GetOutputStream) adds it once.
 func (e *Executor) apiError(ctx context.Context, op, verb, resource string, err error) error {
 	if apierrors.IsForbidden(err) || podexec.IsForbidden(err) {
-		return fmt.Errorf("k8sapi: %s: %w; missing permission: %s needs %q on %q in namespace %s (manifests/overlays/k8sapi grants it)",
+		return fmt.Errorf("%s: %w; missing permission: %s needs %q on %q in namespace %s (manifests/overlays/k8sapi grants it)",
 			op, err, e.whoAmI(ctx), verb, resource, e.cfg.Namespace)
 	}
-	return fmt.Errorf("k8sapi: %s: %w", op, err)
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // execer adds the missing pods/exec permission to exec errors that are a
@@ -192,11 +192,11 @@ func (e *Executor) whoAmI(ctx context.Context) string {
 	return name
 }
 
-// getPod reads the pod.
+// getPod reads the pod. The engine's error names the pod.
 func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 	pod, err := e.client.Pods(e.cfg.Namespace).Get(ctx, e.cfg.PodName, metav1.GetOptions{})
 	if err != nil {
-		return nil, e.apiError(ctx, "get pod "+e.podRef(), "get", "pods", err)
+		return nil, e.apiError(ctx, "get pod", "get", "pods", err)
 	}
 	return pod, nil
 }
@@ -211,91 +211,44 @@ func (e *Executor) getPod(ctx context.Context) (*corev1.Pod, error) {
 // server, the server refuses the field (422, "stream: Forbidden: may not be
 // specified"); with it on there but off on the kubelet, the kubelet refuses
 // it (400, "Please enable PodLogsQuerySplitStreams feature gate in kubelet").
-// An API server older than 1.32 does not know the field and would silently
-// send both streams, so the first stdout-only request is checked once, beside it, with a
-// probe that names a stream that does not exist: a server that honours the
-// field refuses it, one that ignores the field answers 200. The probe
-// cannot see past the API server: a kubelet older than 1.32 behind an API
-// server with the gate on (a version skew the skew policy allows) ignores
-// the stream it is passed and sends both. Where stdout alone cannot be had, combined=false is an error wrapping
+// An API server older than 1.32 ignores the field, which the first
+// stdout-only request checks once (executor/internal/stdoutlog). Where
+// stdout alone cannot be had, combined=false is an error wrapping
 // executor.ErrNotSupported that names the gate; the caller can ask for
 // combined output or use the docker backend, which separates the streams.
 func (e *Executor) GetOutputStream(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error) {
 	op := fmt.Sprintf("stream log of container %q of pod %s", containerName, e.podRef())
-	opts := &corev1.PodLogOptions{Container: containerName}
-	if !combined {
-		if e.splitLogs.Load() == 2 {
-			return nil, errNoSplitLogs(containerName)
-		}
-		opts.Stream = new(corev1.LogStreamStdout)
+	var (
+		rc  io.ReadCloser
+		err error
+	)
+	if combined {
+		rc, err = e.logs(ctx, &corev1.PodLogOptions{Container: containerName})
+	} else {
+		rc, err = e.stdout.Open(ctx, stdoutlog.Request{
+			Server: "API server",
+			Log:    e.log,
+			Open: func(ctx context.Context) (io.ReadCloser, error) {
+				return e.logs(ctx, &corev1.PodLogOptions{Container: containerName, Stream: new(corev1.LogStreamStdout)})
+			},
+			OpenProbe: func(ctx context.Context) (io.ReadCloser, error) {
+				return e.logs(ctx, &corev1.PodLogOptions{Container: containerName, Stream: new(stdoutlog.ProbeStream), LimitBytes: new(int64(1))})
+			},
+			Refused: func(err error) bool { return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) },
+		})
 	}
-	// The first stdout-only request runs its probe beside it, not after
-	// it: the probe costs no time on the way to main's result.
-	probe := func() (bool, error) { return true, nil }
-	if !combined && e.splitLogs.Load() == 0 {
-		probed := make(chan probeResult, 1)
-		go func() {
-			honoured, err := e.streamFieldHonoured(ctx, containerName)
-			probed <- probeResult{honoured, err}
-		}()
-		probe = sync.OnceValues(func() (bool, error) { r := <-probed; return r.honoured, r.err })
-	}
-	rc, err := e.logs(ctx, opts)
 	switch {
-	case !combined && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
-		_, _ = probe()
-		e.log.WithError(err).Debug("pods/log refused stream=Stdout")
-		e.splitLogs.Store(2)
+	case errors.Is(err, stdoutlog.ErrUnsupported):
 		return nil, errNoSplitLogs(containerName)
 	case err != nil:
-		_, _ = probe()
-		return nil, e.apiError(ctx, op, "get", "pods/log", err)
-	case !combined && e.splitLogs.Load() == 0:
-		honoured, err := probe()
-		if err != nil {
-			rc.Close()
-			return nil, e.apiError(ctx, op+": check that the API server honours stream=Stdout", "get", "pods/log", err)
-		}
-		if !honoured {
-			rc.Close()
-			e.splitLogs.Store(2)
-			return nil, errNoSplitLogs(containerName)
-		}
-		e.splitLogs.Store(1)
+		return nil, fmt.Errorf("k8sapi: %w", e.apiError(ctx, op, "get", "pods/log", err))
 	}
-	_, _ = probe()
 	return rc, nil
-}
-
-// probeResult is what streamFieldHonoured returned.
-type probeResult struct {
-	honoured bool
-	err      error
 }
 
 // logs opens the pods/log stream for opts.
 func (e *Executor) logs(ctx context.Context, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
 	return e.client.Pods(e.cfg.Namespace).GetLogs(e.cfg.PodName, opts).Stream(ctx)
-}
-
-// probeStream is a log stream name that no Kubernetes version has.
-const probeStream = "argoexec-probe"
-
-// streamFieldHonoured asks pods/log for a stream that does not exist: an API
-// server that knows PodLogOptions.Stream refuses it (422, whether the gate is
-// on or off), one older than 1.32 ignores the field and answers 200.
-func (e *Executor) streamFieldHonoured(ctx context.Context, container string) (bool, error) {
-	limit := int64(1)
-	rc, err := e.logs(ctx, &corev1.PodLogOptions{Container: container, Stream: new(probeStream), LimitBytes: &limit})
-	switch {
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	rc.Close()
-	e.log.Debug("pods/log ignored stream=" + probeStream + ": the API server does not know the stream field")
-	return false, nil
 }
 
 func errNoSplitLogs(container string) error {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/kubeclient/kubeclienttest"
 )
 
@@ -290,6 +291,7 @@ func TestWaitWatchForbidden(t *testing.T) {
 			t.Errorf("error %v does not contain %q", err, w)
 		}
 	}
+	checkPrefixOnce(t, err)
 }
 
 // TestWaitRewatchRefusedAfterRestart: once the watch has worked, a re-watch
@@ -446,6 +448,22 @@ func TestForbiddenNamesPermission(t *testing.T) {
 			t.Errorf("error %v does not contain %q", err, w)
 		}
 	}
+	checkPrefixOnce(t, err)
+}
+
+// checkPrefixOnce checks that err says "k8sapi:" and names the pod once
+// each: every layer adds its own part, none repeats another's.
+func checkPrefixOnce(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if n := strings.Count(err.Error(), "k8sapi:"); n != 1 {
+		t.Errorf("error %q says k8sapi: %d times, want once", err, n)
+	}
+	if n := strings.Count(err.Error(), ns+"/"+podName); n != 1 {
+		t.Errorf("error %q names pod %s/%s %d times, want once", err, ns, podName, n)
+	}
 }
 
 func TestForbiddenExecNamesPermission(t *testing.T) {
@@ -479,28 +497,28 @@ func TestGetOutputStream(t *testing.T) {
 		{
 			name: "gate on",
 			answer: func(s *string) error {
-				if s != nil && *s == probeStream {
+				if s != nil && *s == stdoutlog.ProbeStream {
 					return invalid
 				}
 				return nil
 			},
 			wantStdout:  true,
-			wantStreams: []string{"Stdout", probeStream, "Stdout"},
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream, "Stdout"},
 		},
 		{
 			name:        "gate off on the API server",
 			answer:      func(s *string) error { return map[bool]error{true: invalid}[s != nil] },
-			wantStreams: []string{"Stdout", probeStream}, // the probe runs beside the first request
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream}, // the probe runs beside the first request
 		},
 		{
 			name:        "gate off on the kubelet",
 			answer:      func(s *string) error { return map[bool]error{true: badRequest}[s != nil] },
-			wantStreams: []string{"Stdout", probeStream}, // the probe runs beside the first request
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream}, // the probe runs beside the first request
 		},
 		{
 			name:        "server older than 1.32 ignores the field",
 			answer:      func(*string) error { return nil },
-			wantStreams: []string{"Stdout", probeStream},
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 )
 
@@ -83,28 +84,25 @@ func (s watchSource) relist(ctx context.Context, pw *podWatcher) (*corev1.Pod, e
 			pw.refusals = 0
 			return pod, nil
 		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("%s %s: %w", op, s.e.podRef(), podexec.ErrPodGone)
+			return nil, fmt.Errorf("%s: %w", op, podexec.ErrPodGone)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case !pw.refused(op, err):
-			return nil, s.e.apiError(ctx, op+" "+s.e.podRef(), "get", "pods", err)
+			return nil, s.e.apiError(ctx, op, "get", "pods", err)
 		}
-		t := s.clock.NewTimer(refusalDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
+		if err := backoff.Sleep(ctx, s.clock, refusalDelay); err != nil {
+			return nil, err
 		}
 	}
 }
 
 // watch follows the pod from resourceVersion rv with a RetryWatcher,
-// stopped and joined before it returns. It returns errExpired on 410.
+// stopped and joined before it returns. It returns errExpired on 410. Its
+// errors do not name the pod: the engine's do.
 func (s watchSource) watch(ctx context.Context, pw *podWatcher, rv string, fn func(*corev1.Pod) error) error {
 	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, pw)
 	if err != nil {
-		return fmt.Errorf("watch pod %s: %w", s.e.podRef(), err)
+		return fmt.Errorf("watch pod: %w", err)
 	}
 	defer func() {
 		rw.Stop()
@@ -119,7 +117,7 @@ func (s watchSource) watch(ctx context.Context, pw *podWatcher, rv string, fn fu
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return fmt.Errorf("watch pod %s: the watch ended", s.e.podRef())
+				return errors.New("watch pod: the watch ended")
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
@@ -129,16 +127,16 @@ func (s watchSource) watch(ctx context.Context, pw *podWatcher, rv string, fn fu
 					}
 				}
 			case watch.Deleted:
-				return fmt.Errorf("watch pod %s: %w", s.e.podRef(), podexec.ErrPodGone)
+				return fmt.Errorf("watch pod: %w", podexec.ErrPodGone)
 			case watch.Error:
 				err := apierrors.FromObject(ev.Object)
 				switch {
 				case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
 					return errExpired
 				case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-					return s.e.apiError(ctx, "watch pod "+s.e.podRef(), "watch", "pods", err)
+					return s.e.apiError(ctx, "watch pod", "watch", "pods", err)
 				}
-				return fmt.Errorf("watch pod %s: %w", s.e.podRef(), err)
+				return fmt.Errorf("watch pod: %w", err)
 			}
 		}
 	}

@@ -30,8 +30,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -39,7 +37,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
+	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -156,9 +156,8 @@ type Executor struct {
 	remote *podexec.RemoteExecer
 	clock  clock.Clock // paces get's retries; set by newEngine
 
-	// splitLogs is 0 until GetOutputStream learns whether the kubelet can
-	// return stdout alone, then 1 (yes) or 2 (no).
-	splitLogs atomic.Int32
+	// stdout knows whether /containerLogs can give stdout alone.
+	stdout stdoutlog.Probe
 }
 
 var _ executor.ContainerRuntimeExecutor = (*Executor)(nil)
@@ -224,7 +223,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	delay := authRetryFirst
+	retry := backoff.Exponential(e.clock, authRetryFirst, authRetryMaxDelay)
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -242,15 +241,10 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		if attempt >= authRetryAttempts || !errors.As(serr, &se) || !authorizerUnreachable(se) {
 			return nil, serr
 		}
-		e.log.WithError(serr).WithField("retryIn", delay).Info("kubelet: could not check the grant with the API server; asking again")
-		t := e.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, ctx.Err())
-		case <-t.C():
+		e.log.WithError(serr).WithField("retryIn", retry.Delay()).Info("kubelet: could not check the grant with the API server; asking again")
+		if err := retry.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, err)
 		}
-		delay = min(2*delay, authRetryMaxDelay)
 	}
 }
 
@@ -281,89 +275,51 @@ func authorizerUnreachable(se *StatusError) bool {
 // (stream=Stdout), which needs the kubelet feature gate
 // PodLogsQuerySplitStreams (alpha since Kubernetes 1.32). With the gate off
 // the kubelet refuses it (400, "Please enable PodLogsQuerySplitStreams
-// feature gate in kubelet"); a kubelet older than 1.32 does not know the
-// parameter and would silently send both streams, so the first stdout-only
-// request is checked once, beside it, with a probe that names a stream that does not
-// exist: a kubelet that honours the parameter refuses it (422), one that
-// ignores it answers 200. Where stdout alone cannot be had, combined=false is
-// an error wrapping executor.ErrNotSupported that names the gate.
+// feature gate in kubelet"); a kubelet older than 1.32 ignores the
+// parameter, which the first stdout-only request checks once
+// (executor/internal/stdoutlog). Where stdout alone cannot be had,
+// combined=false is an error wrapping executor.ErrNotSupported that names
+// the gate.
 func (e *Executor) GetOutputStream(ctx context.Context, containerName string, combined bool) (io.ReadCloser, error) {
-	op := fmt.Sprintf("kubelet: get log of container %q from %s", containerName, e.cfg.addr())
-	var query url.Values
-	if !combined {
-		if e.splitLogs.Load() == 2 {
-			return nil, errNoSplitLogs(containerName)
+	open := func(query url.Values) func(context.Context) (io.ReadCloser, error) {
+		return func(ctx context.Context) (io.ReadCloser, error) {
+			resp, err := e.get(ctx, e.logPath(containerName), query)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Body, nil
 		}
-		query = url.Values{"stream": {"Stdout"}}
 	}
-	// The first stdout-only request runs its probe beside it, not after
-	// it: the probe costs no time on the way to main's result.
-	probe := func() (bool, error) { return true, nil }
-	if !combined && e.splitLogs.Load() == 0 {
-		probed := make(chan probeResult, 1)
-		go func() {
-			honoured, err := e.streamParamHonoured(ctx, containerName)
-			probed <- probeResult{honoured, err}
-		}()
-		probe = sync.OnceValues(func() (bool, error) { r := <-probed; return r.honoured, r.err })
+	var (
+		rc  io.ReadCloser
+		err error
+	)
+	if combined {
+		rc, err = open(nil)(ctx)
+	} else {
+		rc, err = e.stdout.Open(ctx, stdoutlog.Request{
+			Server:    "kubelet",
+			Log:       e.log,
+			Open:      open(url.Values{"stream": {"Stdout"}}),
+			OpenProbe: open(url.Values{"stream": {stdoutlog.ProbeStream}, "limitBytes": {"1"}}),
+			Refused: func(err error) bool {
+				var se *StatusError
+				return errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity)
+			},
+		})
 	}
-	resp, err := e.get(ctx, e.logPath(containerName), query)
-	var se *StatusError
 	switch {
-	case !combined && errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity):
-		_, _ = probe()
-		e.log.WithError(err).Debug("kubelet: /containerLogs refused stream=Stdout")
-		e.splitLogs.Store(2)
+	case errors.Is(err, stdoutlog.ErrUnsupported):
 		return nil, errNoSplitLogs(containerName)
 	case err != nil:
-		_, _ = probe()
-		return nil, fmt.Errorf("%s: %w", op, err)
-	case !combined && e.splitLogs.Load() == 0:
-		honoured, err := probe()
-		if err != nil {
-			resp.Body.Close()
-			return nil, fmt.Errorf("%s: check that the kubelet honours stream=Stdout: %w", op, err)
-		}
-		if !honoured {
-			resp.Body.Close()
-			e.splitLogs.Store(2)
-			return nil, errNoSplitLogs(containerName)
-		}
-		e.splitLogs.Store(1)
+		return nil, fmt.Errorf("kubelet: get log of container %q from %s: %w", containerName, e.cfg.addr(), err)
 	}
-	_, _ = probe()
-	return &logStream{ctx: ctx, rc: resp.Body, container: containerName}, nil
-}
-
-// probeResult is what streamParamHonoured returned.
-type probeResult struct {
-	honoured bool
-	err      error
+	return &logStream{ctx: ctx, rc: rc, container: containerName}, nil
 }
 
 // logPath is the /containerLogs path of container.
 func (e *Executor) logPath(container string) string {
 	return "/containerLogs/" + url.PathEscape(e.cfg.Namespace) + "/" + url.PathEscape(e.cfg.PodName) + "/" + url.PathEscape(container)
-}
-
-// probeStream is a log stream name that no Kubernetes version has.
-const probeStream = "argoexec-probe"
-
-// streamParamHonoured asks /containerLogs for a stream that does not exist:
-// a kubelet that knows the stream parameter refuses it (gate on or off),
-// one older than 1.32 ignores it and answers 200.
-func (e *Executor) streamParamHonoured(ctx context.Context, container string) (bool, error) {
-	resp, err := e.get(ctx, e.logPath(container), url.Values{"stream": {probeStream}, "limitBytes": {"1"}})
-	var se *StatusError
-	switch {
-	case errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	resp.Body.Close()
-	e.log.Debug("kubelet: /containerLogs ignored stream=" + probeStream + ": the kubelet does not know the stream parameter")
-	return false, nil
 }
 
 func errNoSplitLogs(container string) error {

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 )
 
 const (
@@ -505,16 +506,16 @@ func TestGetOutputStream(t *testing.T) {
 		{
 			name: "gate on",
 			status: func(stream string) int {
-				if stream == probeStream {
+				if stream == stdoutlog.ProbeStream {
 					return http.StatusUnprocessableEntity
 				}
 				return 0
 			},
 			wantStdout:  true,
-			wantStreams: []string{"Stdout", probeStream, "Stdout"},
+			wantStreams: []string{"Stdout", stdoutlog.ProbeStream, "Stdout"},
 		},
-		{name: "gate off", status: gateOff, wantStreams: []string{"Stdout", probeStream}}, // the probe runs beside the first request
-		{name: "kubelet older than 1.32 ignores the parameter", status: func(string) int { return 0 }, wantStreams: []string{"Stdout", probeStream}},
+		{name: "gate off", status: gateOff, wantStreams: []string{"Stdout", stdoutlog.ProbeStream}}, // the probe runs beside the first request
+		{name: "kubelet older than 1.32 ignores the parameter", status: func(string) int { return 0 }, wantStreams: []string{"Stdout", stdoutlog.ProbeStream}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t)

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 )
 
@@ -63,13 +64,14 @@ func (p *podPoller) Get(ctx context.Context) (*corev1.Pod, error) {
 
 // Follow implements podexec.PodSource.
 func (p *podPoller) Follow(ctx context.Context, from *corev1.Pod, opts podexec.FollowOptions, fn func(*corev1.Pod) error) error {
-	initial, maxInterval := p.e.cfg.PollInitial, p.e.cfg.PollMax
+	maxInterval := p.e.cfg.PollMax
 	if opts.Urgent {
 		maxInterval = min(urgentPollMax, maxInterval)
 	}
-	interval, last := initial, statesKey(from)
+	intervals, last := backoff.Exponential(p.clock, p.e.cfg.PollInitial, maxInterval), statesKey(from)
 	for {
-		if err := p.sleep(ctx, interval); err != nil {
+		interval := intervals.Next()
+		if err := backoff.Sleep(ctx, p.clock, interval); err != nil {
 			return err
 		}
 		pod, err := p.poll(ctx, interval, maxInterval)
@@ -77,9 +79,8 @@ func (p *podPoller) Follow(ctx context.Context, from *corev1.Pod, opts podexec.F
 			return err
 		}
 		if k := statesKey(pod); k != last {
-			last, interval = k, initial
-		} else {
-			interval = min(2*interval, maxInterval)
+			last = k
+			intervals.Reset()
 		}
 		if err := fn(pod); err != nil {
 			return err
@@ -90,6 +91,7 @@ func (p *podPoller) Follow(ctx context.Context, from *corev1.Pod, opts podexec.F
 // poll reads /pods; a failure that may pass is retried after interval,
 // doubling up to maxInterval, at most maxPollFailures times in all.
 func (p *podPoller) poll(ctx context.Context, interval, maxInterval time.Duration) (*corev1.Pod, error) {
+	retry := backoff.Exponential(p.clock, interval, maxInterval)
 	for failures := 1; ; failures++ {
 		pod, err := p.read(ctx)
 		switch {
@@ -101,10 +103,9 @@ func (p *podPoller) poll(ctx context.Context, interval, maxInterval time.Duratio
 			return nil, err
 		}
 		p.e.log.WithError(err).Warnf("kubelet: poll %d/%d of /pods failed; retrying", failures, maxPollFailures)
-		if err := p.sleep(ctx, interval); err != nil {
+		if err := retry.Wait(ctx); err != nil {
 			return nil, err
 		}
-		interval = min(2*interval, maxInterval)
 	}
 }
 
@@ -139,18 +140,6 @@ func (p *podPoller) read(ctx context.Context) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("list pods on %s: %w (%v): abandoned, to be retried on a new connection", p.e.cfg.addr(), errPollTimeout, p.e.cfg.PollTimeout)
 	}
 	return pod, err
-}
-
-// sleep waits d on the poller's clock, or until ctx ends.
-func (p *podPoller) sleep(ctx context.Context, d time.Duration) error {
-	t := p.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
 }
 
 // statesKey sums up the state of every container of pod, so that Follow can

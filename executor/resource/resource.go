@@ -21,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -289,21 +291,16 @@ const retryAttempts = 4
 
 // retry calls f until it succeeds, fails for good, or retryAttempts pass.
 func (e *Executor) retry(ctx context.Context, f func() error) error {
-	delay := 10 * time.Millisecond
+	delays := backoff.New(e.Clock, wait.Backoff{Duration: 10 * time.Millisecond, Factor: 5})
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil || !transient(err) || attempt == retryAttempts {
 			return err
 		}
-		e.Log.Infof("transient API error (attempt %d of %d), retrying in %s: %v", attempt, retryAttempts, delay, err)
-		t := e.Clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		e.Log.Infof("transient API error (attempt %d of %d), retrying in %s: %v", attempt, retryAttempts, delays.Delay(), err)
+		if delays.Wait(ctx) != nil {
 			return err
-		case <-t.C():
 		}
-		delay *= 5
 	}
 }
 

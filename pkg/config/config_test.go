@@ -16,7 +16,7 @@ import (
 
 func TestDefaults(t *testing.T) {
 	for _, in := range []string{"", "{}\n"} {
-		c, err := ParseConfig([]byte(in))
+		c, err := ParseConfig([]byte(in), testBackends())
 		if err != nil {
 			t.Fatalf("ParseConfig(%q): %v", in, err)
 		}
@@ -34,7 +34,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestParseFull(t *testing.T) {
-	c, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	c, err := LoadFile(filepath.Join("testdata", "configmap.yaml"), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +55,11 @@ func TestParseFull(t *testing.T) {
 }
 
 func TestParseBareEqualsConfigMap(t *testing.T) {
-	fromCM, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	fromCM, err := LoadFile(filepath.Join("testdata", "configmap.yaml"), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
-	bare, err := LoadFile(filepath.Join("testdata", "bare.yaml"))
+	bare, err := LoadFile(filepath.Join("testdata", "bare.yaml"), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +76,12 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"misspelt executor", "containerRuntimeExecutor: dokcer\n",
 			[]string{`containerRuntimeExecutor: unknown executor "dokcer" (want docker, k8sapi or kubelet)`}},
-		{"port too big", "kubeletPort: 70000\n", []string{"kubeletPort: 70000 is not a port"}},
-		{"negative port", "kubeletPort: -1\n", []string{"kubeletPort: -1 is not a port"}},
 		{"port not a number", "kubeletPort: ten\n", []string{"kubeletPort"}},
 		{"insecure not a bool", "kubeletInsecure: maybe\n", []string{"kubeletInsecure"}},
 		{"unknown top-level key", "kubeletPrt: 10250\n", []string{`unknown field "kubeletPrt"`}},
 		{"unknown nested key", "executor:\n  imag: x\n", []string{`unknown field "executor.imag"`}},
 		{"duplicate key", "kubeletPort: 1\nkubeletPort: 2\n", []string{`"kubeletPort" already set`}},
 		{"sidecar mode", "sidecarMode: sidecar\n", []string{`sidecarMode: unknown mode "sidecar" (want native or legacy)`}},
-		{"relative docker socket", "dockerSockPath: docker.sock\n", []string{`dockerSockPath: "docker.sock" is not an absolute path`}},
-		{"relative kubelet CA", "kubeletCAFile: ca.crt\n", []string{`kubeletCAFile: "ca.crt" is not an absolute path`}},
-		{"insecure and CA", "kubeletInsecure: true\nkubeletCAFile: /ca.crt\n", []string{"kubeletInsecure: true contradicts kubeletCAFile"}},
 		{"selector backend", "containerRuntimeExecutors:\n- name: emissary\n  selector: {matchLabels: {a: b}}\n",
 			[]string{`containerRuntimeExecutors[0].name: unknown executor "emissary"`}},
 		{"selector without name", "containerRuntimeExecutors:\n- selector: {matchLabels: {a: b}}\n",
@@ -115,7 +110,7 @@ func TestBadInput(t *testing.T) {
 		{"s3 key format variable", "artifactRepository:\n  s3: {bucket: b, endpoint: e, keyFormat: '{{workflow.uid}}/{{artifact.name}}'}\n",
 			[]string{"artifactRepository.s3.keyFormat: unknown variable workflow.uid"}},
 		{"unknown s3 field", "artifactRepository:\n  s3: {bucket: b, endpoint: e, bukket: c}\n", []string{`unknown field "artifactRepository.s3.bukket"`}},
-		{"two bad keys", "kubeletPort: 70000\nsidecarMode: x\n", []string{"kubeletPort: 70000", "sidecarMode: unknown mode"}},
+		{"two bad keys", "containerRuntimeExecutor: x\nsidecarMode: x\n", []string{`unknown executor "x"`, "sidecarMode: unknown mode"}},
 		{"not a map", "- kubeletPort\n", []string{"want a map of keys"}},
 		{"archiveLogs", "artifactRepository: {archiveLogs: true}\n", []string{"artifactRepository.archiveLogs: not supported by workflow-controller; Argo's controller handles it"}},
 		{"gcs repository", "artifactRepository: {gcs: {bucket: b}}\n", []string{"artifactRepository.gcs: not supported by workflow-controller", "artifactRepository.s3"}},
@@ -126,7 +121,7 @@ func TestBadInput(t *testing.T) {
 		{"s3 key prefix", "artifactRepository:\n  s3: {bucket: b, endpoint: e, keyPrefix: p}\n", []string{"artifactRepository.s3.keyPrefix: not supported", "use keyFormat"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.in))
+			_, err := ParseConfig([]byte(tc.in), testBackends())
 			if err == nil {
 				t.Fatalf("ParseConfig(%q) succeeded, want an error naming %q", tc.in, tc.want)
 			}
@@ -173,7 +168,7 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for layout, data := range map[string]map[string]string{"config key": {ConfigKey: tc.legacy}, "per-key": tc.perKey} {
-				_, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: data})
+				_, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: data}, testBackends())
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s layout: error %v\nwant it to contain %q", layout, err, tc.want)
 				}
@@ -188,11 +183,11 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 // TestPerKeyLayout checks that Argo's per-key layout gives the same
 // configuration as the legacy config key, with Argo's unused keys listed.
 func TestPerKeyLayout(t *testing.T) {
-	legacy, err := LoadFile(filepath.Join("testdata", "configmap.yaml"))
+	legacy, err := LoadFile(filepath.Join("testdata", "configmap.yaml"), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
-	perKey, err := LoadFile(filepath.Join("testdata", "per-key.yaml"))
+	perKey, err := LoadFile(filepath.Join("testdata", "per-key.yaml"), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +248,7 @@ func TestFromConfigMap(t *testing.T) {
 			wantErr: []string{`containerRuntimeExecutor: unknown executor "emissary"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: tc.data})
+			c, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: tc.data}, testBackends())
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("FromConfigMap succeeded, want an error containing %q", tc.wantErr)
@@ -285,7 +280,7 @@ func TestParseConfigMapErrors(t *testing.T) {
 		{"unknown ConfigMap field", "apiVersion: v1\nkind: ConfigMap\ndta: {}\n", `unknown field "dta"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.in))
+			_, err := Parse([]byte(tc.in), testBackends())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.want)
 			}
@@ -294,7 +289,7 @@ func TestParseConfigMapErrors(t *testing.T) {
 }
 
 func TestLoadFileMissing(t *testing.T) {
-	_, err := LoadFile(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := LoadFile(filepath.Join(t.TempDir(), "nope.yaml"), testBackends())
 	if err == nil || !os.IsNotExist(unwrapAll(err)) {
 		t.Fatalf("LoadFile of a missing file: error = %v, want not-exist", err)
 	}
@@ -325,7 +320,7 @@ containerRuntimeExecutors:
   selector:
     matchExpressions:
     - {key: tier, operator: Exists}
-`))
+`), testBackends())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +342,7 @@ containerRuntimeExecutors:
 			`label workflows.argoproj.io/container-runtime-executor: unknown executor "pns" (want docker, k8sapi or kubelet)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := cfg.Select(tc.labels)
+			got, err := cfg.Select(tc.labels, testBackends())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Select error = %v, want %q", err, tc.wantErr)

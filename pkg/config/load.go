@@ -18,8 +18,8 @@ import (
 
 // Parse reads either a whole ConfigMap manifest (either layout, see
 // FromConfigMap) or the bare configuration YAML, then applies defaults and
-// validates.
-func Parse(data []byte) (*Config, error) {
+// validates against backends.
+func Parse(data []byte, backends []Backend) (*Config, error) {
 	var probe struct {
 		Kind string `json:"kind"`
 	}
@@ -28,13 +28,13 @@ func Parse(data []byte) (*Config, error) {
 	}
 	switch probe.Kind {
 	case "":
-		return ParseConfig(data)
+		return ParseConfig(data, backends)
 	case "ConfigMap":
 		var cm corev1.ConfigMap
 		if err := workflow.DecodeStrict(data, &cm); err != nil {
 			return nil, fmt.Errorf("parse ConfigMap: %w", err)
 		}
-		return FromConfigMap(&cm)
+		return FromConfigMap(&cm, backends)
 	default:
 		return nil, fmt.Errorf("parse config: kind %s: want a ConfigMap or the bare %q YAML", probe.Kind, ConfigKey)
 	}
@@ -42,9 +42,9 @@ func Parse(data []byte) (*Config, error) {
 
 // ParseConfig reads the YAML of the ConfigMap's config key (every key in
 // one document), rejecting unknown keys by name, then applies defaults and
-// validates. Keys of Argo's configuration that this controller does not use
-// are accepted and listed in Config.Ignored.
-func ParseConfig(data []byte) (*Config, error) {
+// validates against backends. Keys of Argo's configuration that this
+// controller does not use are accepted and listed in Config.Ignored.
+func ParseConfig(data []byte, backends []Backend) (*Config, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("parse config: parse YAML: %w", err)
@@ -53,7 +53,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := json.Unmarshal(js, &keys); err != nil {
 		return nil, fmt.Errorf("parse config: want a map of keys, got %s", abbrev(js))
 	}
-	return fromKeys(keys)
+	return fromKeys(keys, backends)
 }
 
 // FromConfigMap reads the configuration from a ConfigMap in either layout:
@@ -61,15 +61,16 @@ func ParseConfig(data []byte) (*Config, error) {
 // Argo's per-key layout, where each data key is one key and its value is
 // YAML (`containerRuntimeExecutor: kubelet`, `artifactRepository: |` and a
 // YAML map). Both layouts in one ConfigMap, or an unknown data key, is an
-// error naming the keys. A ConfigMap without data gives the defaults.
-func FromConfigMap(cm *corev1.ConfigMap) (*Config, error) {
+// error naming the keys. A ConfigMap without data gives the defaults. The
+// configuration is validated against backends.
+func FromConfigMap(cm *corev1.ConfigMap, backends []Backend) (*Config, error) {
 	where := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
 	if data, ok := cm.Data[ConfigKey]; ok {
 		if others := slices.DeleteFunc(slices.Sorted(maps.Keys(cm.Data)), func(k string) bool { return k == ConfigKey }); len(others) > 0 {
 			return nil, fmt.Errorf("%s: key %s and the per-key layout's %s together: put every setting under %s, or drop %s and give each its own key (Argo's layout)",
 				where, ConfigKey, strings.Join(others, ", "), ConfigKey, ConfigKey)
 		}
-		c, err := ParseConfig([]byte(data))
+		c, err := ParseConfig([]byte(data), backends)
 		if err != nil {
 			return nil, fmt.Errorf("%s key %s: %w", where, ConfigKey, err)
 		}
@@ -90,7 +91,7 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	c, err := fromKeys(keys)
+	c, err := fromKeys(keys, backends)
 	if err != nil {
 		return nil, fmt.Errorf("%s (per-key layout): %w", where, err)
 	}
@@ -99,7 +100,7 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Config, error) {
 
 // fromKeys decodes the top-level keys into a Config: ours strictly, Argo's
 // that we do not use into Config.Ignored, any other an error naming it.
-func fromKeys(keys map[string]json.RawMessage) (*Config, error) {
+func fromKeys(keys map[string]json.RawMessage, backends []Backend) (*Config, error) {
 	ours := map[string]json.RawMessage{}
 	c := &Config{}
 	var errs []error
@@ -130,7 +131,7 @@ func fromKeys(keys map[string]json.RawMessage) (*Config, error) {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 	c.SetDefaults()
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(backends); err != nil {
 		return nil, fmt.Errorf("validate config: %w", err)
 	}
 	return c, nil
@@ -183,13 +184,13 @@ func abbrev(b []byte) string {
 }
 
 // LoadFile reads the configuration from a file holding a ConfigMap
-// manifest or the bare configuration YAML.
-func LoadFile(path string) (*Config, error) {
+// manifest or the bare configuration YAML, validated against backends.
+func LoadFile(path string, backends []Backend) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	c, err := Parse(data)
+	c, err := Parse(data, backends)
 	if err != nil {
 		return nil, fmt.Errorf("load config from %s: %w", path, err)
 	}

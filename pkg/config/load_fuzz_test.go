@@ -44,7 +44,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(data)
+		c, err := Parse(data, testBackends())
 		if err != nil {
 			return
 		}
@@ -52,7 +52,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode a parsed configuration: %v", err)
 		}
-		again, err := ParseConfig(js)
+		again, err := ParseConfig(js, testBackends())
 		if err != nil {
 			t.Fatalf("a parsed configuration, encoded as %s, does not parse: %v", js, err)
 		}

@@ -12,10 +12,10 @@ import (
 // Select picks the backend for a workflow with these labels: the label
 // workflows.argoproj.io/container-runtime-executor first (an unknown value
 // is an error), then the containerRuntimeExecutors selectors in order, then
-// containerRuntimeExecutor.
-func (c *Config) Select(workflowLabels map[string]string) (string, error) {
+// containerRuntimeExecutor. The label must name one of backends.
+func (c *Config) Select(workflowLabels map[string]string, backends []Backend) (string, error) {
 	if name, ok := workflowLabels[workflow.LabelContainerRuntimeExecutor]; ok {
-		if err := checkExecutorName("label "+workflow.LabelContainerRuntimeExecutor, name); err != nil {
+		if err := checkExecutorName("label "+workflow.LabelContainerRuntimeExecutor, name, backends); err != nil {
 			return "", fmt.Errorf("select executor: %w", err)
 		}
 		return name, nil

@@ -13,43 +13,74 @@ import (
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// Validate checks every key and returns all problems joined, each naming
-// the key and the bad value, e.g. `kubeletPort: 70000 is not a port`.
-func (c *Config) Validate() error {
+// Backend is what the configuration knows of one container runtime
+// executor: its name and the check of the keys it reads. Each backend
+// package provides one (through its registration); the binaries pass the
+// list to the functions that load and validate a configuration, so this
+// package names no backend.
+type Backend interface {
+	// Name is the backend's name as containerRuntimeExecutor spells it.
+	Name() string
+	// CheckConfig returns the problems of the keys the backend reads, each
+	// naming its key and the bad value (`kubeletPort: 70000 is not a
+	// port`); nil when there are none. Every registered backend checks its
+	// keys, whichever backend the ConfigMap selects by default: a selector
+	// or a workflow label can pick any of them.
+	CheckConfig(c *Config) []error
+}
+
+// Validate checks every key against the backends this binary has and
+// returns all problems joined, each naming the key and the bad value, e.g.
+// `kubeletPort: 70000 is not a port`.
+func (c *Config) Validate(backends []Backend) error {
 	var errs []error
-	errs = append(errs, checkExecutorName("containerRuntimeExecutor", c.ContainerRuntimeExecutor))
+	errs = append(errs, checkExecutorName("containerRuntimeExecutor", c.ContainerRuntimeExecutor, backends))
 	for i, s := range c.ContainerRuntimeExecutors {
-		errs = append(errs, checkSelector(fmt.Sprintf("containerRuntimeExecutors[%d]", i), s)...)
+		errs = append(errs, checkSelector(fmt.Sprintf("containerRuntimeExecutors[%d]", i), s, backends)...)
 	}
-	if c.KubeletPort < 1 || c.KubeletPort > 65535 {
-		errs = append(errs, fmt.Errorf("kubeletPort: %d is not a port", c.KubeletPort))
+	for _, b := range backends {
+		errs = append(errs, b.CheckConfig(c)...)
 	}
-	errs = append(errs, checkKubeletTLS(c))
 	if !slices.Contains([]string{workflow.SidecarModeNative, workflow.SidecarModeLegacy}, c.SidecarMode) {
 		errs = append(errs, fmt.Errorf("sidecarMode: unknown mode %q (want %s or %s)", c.SidecarMode, workflow.SidecarModeNative, workflow.SidecarModeLegacy))
 	}
-	errs = append(errs, checkAbsPath("dockerSockPath", c.DockerSockPath))
 	errs = append(errs, checkExecutorSpec(&c.Executor)...)
 	errs = append(errs, checkRepository(&c.ArtifactRepository)...)
 	errs = append(errs, checkS3(c.ArtifactRepository.S3)...)
 	return errors.Join(errs...)
 }
 
-func checkExecutorName(key, name string) error {
-	if slices.Contains(workflow.Executors(), name) {
+func checkExecutorName(key, name string, backends []Backend) error {
+	names := BackendNames(backends)
+	if slices.Contains(names, name) {
 		return nil
 	}
-	return fmt.Errorf("%s: unknown executor %q (want %s)", key, name, wantExecutors())
+	return fmt.Errorf("%s: unknown executor %q (want %s)", key, name, OneOf(names))
 }
 
-// wantExecutors lists the backends as "docker, k8sapi or kubelet".
-func wantExecutors() string {
-	names := workflow.Executors()
+// BackendNames lists the backends' names, sorted.
+func BackendNames(backends []Backend) []string {
+	names := make([]string, 0, len(backends))
+	for _, b := range backends {
+		names = append(names, b.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// OneOf lists names for a message: "docker, k8sapi or kubelet".
+func OneOf(names []string) string {
+	switch len(names) {
+	case 0:
+		return "no backend: none is registered"
+	case 1:
+		return names[0]
+	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-func checkSelector(key string, s ExecutorSelector) []error {
-	errs := []error{checkExecutorName(key+".name", s.Name)}
+func checkSelector(key string, s ExecutorSelector, backends []Backend) []error {
+	errs := []error{checkExecutorName(key+".name", s.Name, backends)}
 	if len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0 {
 		errs = append(errs, fmt.Errorf("%s.selector: empty selector matches every workflow; set containerRuntimeExecutor instead", key))
 	} else if _, err := metav1.LabelSelectorAsSelector(&s.Selector); err != nil {
@@ -58,17 +89,8 @@ func checkSelector(key string, s ExecutorSelector) []error {
 	return errs
 }
 
-func checkKubeletTLS(c *Config) error {
-	if c.KubeletCAFile == "" {
-		return nil
-	}
-	if c.KubeletInsecure {
-		return fmt.Errorf("kubeletInsecure: true contradicts kubeletCAFile %q: set one or the other", c.KubeletCAFile)
-	}
-	return checkAbsPath("kubeletCAFile", c.KubeletCAFile)
-}
-
-func checkAbsPath(key, p string) error {
+// CheckAbsPath refuses p, the value of key, unless it is an absolute path.
+func CheckAbsPath(key, p string) error {
 	if !path.IsAbs(p) {
 		return fmt.Errorf("%s: %q is not an absolute path", key, p)
 	}

@@ -3,16 +3,11 @@ package podspec
 import (
 	"encoding/json"
 	"path"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
-
-// kubeletCAVolume is the hostPath volume of the kubelet CA (kubeletCAFile).
-const kubeletCAVolume = "kubelet-ca"
 
 // argoexecBinary is the command of init and wait when executor.command is unset.
 const argoexecBinary = "argoexec"
@@ -49,7 +44,7 @@ func (b *builder) initContainer() corev1.Container {
 }
 
 // waitContainer runs `argoexec wait` with main's volume mounts mirrored
-// read-only under MainCtrFSPath and what the backend needs.
+// read-only under MainCtrFSPath; the backend's Shape adds what it needs.
 func (b *builder) waitContainer() corev1.Container {
 	c := b.executorContainer(workflow.WaitContainerName)
 	for _, m := range mainMounts(b.tmpl) {
@@ -61,7 +56,6 @@ func (b *builder) waitContainer() corev1.Container {
 			ReadOnly:    true,
 		})
 	}
-	b.shapeWaitForBackend(&c)
 	return c
 }
 
@@ -75,7 +69,7 @@ func (b *builder) executorContainer(name string) corev1.Container {
 	}
 	c.Command = append(c.Command, name)
 	c.Env = append(b.executorEnv(), b.cfg.Executor.Env...)
-	c.SecurityContext = b.executorSecurityContext(name)
+	c.SecurityContext = b.executorSecurityContext()
 	c.VolumeMounts = []corev1.VolumeMount{
 		varRunArgoMount(),
 		{Name: workflow.PodMetadataVolume, MountPath: workflow.PodMetadataPath, ReadOnly: true},
@@ -88,11 +82,11 @@ func (b *builder) executorContainer(name string) corev1.Container {
 // credentials are secret references here and nowhere else: main never gets them.
 func (b *builder) executorEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{
-		fieldEnv(workflow.EnvPodName, "metadata.name"),
-		fieldEnv(workflow.EnvPodNamespace, "metadata.namespace"),
-		fieldEnv(workflow.EnvPodUID, "metadata.uid"),
+		FieldEnv(workflow.EnvPodName, "metadata.name"),
+		FieldEnv(workflow.EnvPodNamespace, "metadata.namespace"),
+		FieldEnv(workflow.EnvPodUID, "metadata.uid"),
 		{Name: workflow.EnvWorkflowName, Value: b.meta.WorkflowName},
-		{Name: workflow.EnvContainerRuntimeExecutor, Value: b.backend},
+		{Name: workflow.EnvContainerRuntimeExecutor, Value: b.backend.Name()},
 		{Name: workflow.EnvSidecarMode, Value: b.cfg.SidecarMode},
 		{Name: workflow.EnvTemplatePath, Value: workflow.TemplateFile},
 	}
@@ -106,35 +100,6 @@ func (b *builder) executorEnv() []corev1.EnvVar {
 		env = append(env, secretEnv(workflow.EnvS3AccessKey, s3.AccessKeySecret), secretEnv(workflow.EnvS3SecretKey, s3.SecretKeySecret))
 	}
 	return env
-}
-
-// shapeWaitForBackend adds what the selected backend needs to reach main.
-func (b *builder) shapeWaitForBackend(c *corev1.Container) {
-	switch b.backend {
-	case workflow.ExecutorDocker:
-		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvDockerSockPath, Value: b.cfg.DockerSockPath})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.DockerSockVolume, MountPath: b.cfg.DockerSockPath, ReadOnly: true})
-		// The socket is root's: executorSecurityContext runs wait as root.
-	case workflow.ExecutorKubelet:
-		c.Env = append(c.Env,
-			fieldEnv(workflow.EnvKubeletHost, "status.hostIP"),
-			corev1.EnvVar{Name: workflow.EnvKubeletPort, Value: strconv.Itoa(b.cfg.KubeletPort)},
-			corev1.EnvVar{Name: workflow.EnvKubeletInsecure, Value: strconv.FormatBool(b.cfg.KubeletInsecure)},
-		)
-		if ca := b.cfg.KubeletCAFile; ca != "" {
-			c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvKubeletCAFile, Value: ca})
-			if b.mountsKubeletCA() {
-				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: kubeletCAVolume, MountPath: ca, ReadOnly: true})
-			}
-		}
-	}
-}
-
-// mountsKubeletCA says whether kubeletCAFile needs a hostPath mount: not
-// when it is inside the service-account mount that every container has.
-func (b *builder) mountsKubeletCA() bool {
-	return b.backend == workflow.ExecutorKubelet && b.cfg.KubeletCAFile != "" &&
-		!strings.HasPrefix(b.cfg.KubeletCAFile, path.Dir(workflow.ServiceAccountCAPath)+"/")
 }
 
 // sidecars are the user's sidecars; the caller decides whether they run as
@@ -157,7 +122,8 @@ func (b *builder) sidecars() []corev1.Container {
 }
 
 // volumes are the pod's volumes: the shared emptyDir, the template carrier,
-// the input-artifact emptyDir, the template's own and the backend's.
+// the input-artifact emptyDir and the template's own; the backend's Shape
+// adds its own after them.
 func (b *builder) volumes() []corev1.Volume {
 	vols := []corev1.Volume{
 		{Name: workflow.VarRunArgoVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -172,12 +138,6 @@ func (b *builder) volumes() []corev1.Volume {
 	}
 	for _, v := range b.tmpl.Volumes {
 		vols = append(vols, *v.DeepCopy())
-	}
-	switch {
-	case b.backend == workflow.ExecutorDocker:
-		vols = append(vols, hostPathVolume(workflow.DockerSockVolume, b.cfg.DockerSockPath, corev1.HostPathSocket))
-	case b.mountsKubeletCA():
-		vols = append(vols, hostPathVolume(kubeletCAVolume, b.cfg.KubeletCAFile, corev1.HostPathFile))
 	}
 	return vols
 }
@@ -203,16 +163,8 @@ func annotationVolume(name, file, key string) corev1.Volume {
 	}
 }
 
-func hostPathVolume(name, p string, typ corev1.HostPathType) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &typ}}}
-}
-
 func varRunArgoMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: workflow.VarRunArgoVolume, MountPath: workflow.VarRunArgoPath}
-}
-
-func fieldEnv(name, fieldPath string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fieldPath}}}
 }
 
 func secretEnv(name string, ref *corev1.SecretKeySelector) corev1.EnvVar {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/config"
 )
 
 // containerMounts is a container's volume mounts.
@@ -46,13 +48,25 @@ func onMount(p string, mounts containerMounts) bool {
 }
 
 // checkOutputsReachable refuses outputs that the backend cannot collect.
-// k8sapi and kubelet read outputs by exec into main, which has exited by
-// the time wait collects; wait reads a path on a volume through its
-// /mainctrfs mirror instead. docker reads the stopped container's
-// filesystem and can collect any path.
-func checkOutputsReachable(backend string, t *workflow.Template) error {
-	if backend == workflow.ExecutorDocker {
+// An exec-based backend (k8sapi, kubelet) would exec into main, which has
+// exited by the time wait collects; wait reads a path on a volume through
+// its /mainctrfs mirror instead. A backend that ReadsExitedMain (docker
+// reads the stopped container's filesystem) can collect any path; the
+// error names those among backends.
+func checkOutputsReachable(backend Backend, backends []Backend, t *workflow.Template) error {
+	if backend.ReadsExitedMain() {
 		return nil
+	}
+	fix := "put the path on a volume (emptyDir)"
+	var readers []string
+	for _, b := range backends {
+		if b.ReadsExitedMain() {
+			readers = append(readers, b.Name())
+		}
+	}
+	if len(readers) > 0 {
+		slices.Sort(readers)
+		fix += " or use the " + config.OneOf(readers) + " executor"
 	}
 	mounts := mainMounts(t)
 	var errs []error
@@ -60,8 +74,8 @@ func checkOutputsReachable(backend string, t *workflow.Template) error {
 		if p == "" || onMount(p, mounts) {
 			return
 		}
-		errs = append(errs, fmt.Errorf("output %s %q: path %s is not on a volume of main, and the %s executor cannot read main's own filesystem after main has exited: "+
-			"put the path on a volume (emptyDir) or use the docker executor", what, name, p, backend))
+		errs = append(errs, fmt.Errorf("output %s %q: path %s is not on a volume of main, and the %s executor cannot read main's own filesystem after main has exited: %s",
+			what, name, p, backend.Name(), fix))
 	}
 	for _, p := range t.Outputs.Parameters {
 		if p.ValueFrom != nil {

@@ -41,30 +41,32 @@ type Meta struct {
 }
 
 // Build returns the pod that runs tmpl with the executor that cfg selects
-// for meta.WorkflowLabels. It substitutes input parameters, carries the
-// template to init and wait in a pod annotation projected as a file, and
-// refuses what the selected backend cannot do and the Argo fields that
-// workflow-controller does not implement (see Fields).
-func Build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
-	pod, err := build(cfg, tmpl, meta)
+// for meta.WorkflowLabels, one of backends (the binary's registered
+// backends; the selected one shapes the pod). It substitutes input
+// parameters, carries the template to init and wait in a pod annotation
+// projected as a file, and refuses what the selected backend cannot do and
+// the Argo fields that workflow-controller does not implement (see Fields).
+func Build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
+	pod, err := build(cfg, backends, tmpl, meta)
 	if err != nil {
 		return nil, fmt.Errorf("build pod %s: %w", meta.PodName, err)
 	}
 	return pod, nil
 }
 
-func build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
+func build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
 	if err := meta.validate(); err != nil {
 		return nil, err
 	}
 	if meta.WorkflowName == "" {
 		meta.WorkflowName = meta.PodName
 	}
-	backend, err := cfg.Select(meta.WorkflowLabels)
+	name, err := cfg.Select(meta.WorkflowLabels, configBackends(backends))
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExecutorSecurity(cfg, backend); err != nil {
+	backend, err := find(backends, name)
+	if err != nil {
 		return nil, err
 	}
 	t, err := SubstituteInputs(tmpl)
@@ -74,7 +76,7 @@ func build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod,
 	if err := validateTemplate(t); err != nil {
 		return nil, err
 	}
-	if err := checkOutputsReachable(backend, t); err != nil {
+	if err := checkOutputsReachable(backend, backends, t); err != nil {
 		return nil, err
 	}
 	tmplJSON, err := templateJSON(withoutScriptSource(t))
@@ -83,10 +85,34 @@ func build(cfg *config.Config, tmpl *workflow.Template, meta Meta) (*corev1.Pod,
 	}
 	b := &builder{cfg: cfg, tmpl: t, meta: meta, backend: backend}
 	pod := b.pod(tmplJSON)
+	if err := backend.Shape(cfg, pod); err != nil {
+		return nil, err
+	}
+	if err := checkBackendVolumes(t, backend, pod); err != nil {
+		return nil, err
+	}
 	if err := checkAnnotationBudget(pod.Annotations); err != nil {
 		return nil, err
 	}
 	return pod, nil
+}
+
+// checkBackendVolumes refuses a template volume whose name a backend's
+// Shape gave one of its own.
+func checkBackendVolumes(t *workflow.Template, backend Backend, pod *corev1.Pod) error {
+	var errs []error
+	for i, v := range t.Volumes {
+		n := 0
+		for _, pv := range pod.Spec.Volumes {
+			if pv.Name == v.Name {
+				n++
+			}
+		}
+		if n > 1 {
+			errs = append(errs, fmt.Errorf("volumes[%d].name: %q is reserved for the pod builder (the %s executor's own volume)", i, v.Name, backend.Name()))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (m Meta) validate() error {
@@ -109,7 +135,7 @@ type builder struct {
 	cfg     *config.Config
 	tmpl    *workflow.Template
 	meta    Meta
-	backend string
+	backend Backend
 }
 
 func (b *builder) pod(tmplJSON string) *corev1.Pod {

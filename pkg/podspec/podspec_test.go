@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"encoding/json"
@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
+	"github.com/argoexec/argoexec/pkg/podspec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden pods under testdata/")
@@ -63,7 +65,7 @@ func TestGolden(t *testing.T) {
 			"  env: [{name: GOMAXPROCS, value: '1'}]\n  resources: {limits: {memory: 64Mi}}\n  securityContext: {runAsNonRoot: true}\n", template: "script.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := mustBuild(t, tc.config, tc.template, Meta{
+			pod := mustBuild(t, tc.config, tc.template, podspec.Meta{
 				PodName: "wf-" + tc.name, Namespace: "argo", WorkflowName: "wf",
 				WorkflowLabels: tc.labels, ServiceAccountName: "argoexec",
 			})
@@ -88,9 +90,9 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func mustBuild(t *testing.T, cfgYAML, templateFile string, meta Meta) *corev1.Pod {
+func mustBuild(t *testing.T, cfgYAML, templateFile string, meta podspec.Meta) *corev1.Pod {
 	t.Helper()
-	pod, err := Build(mustConfig(t, cfgYAML), mustTemplate(t, templateFile), meta)
+	pod, err := podspec.Build(mustConfig(t, cfgYAML), registered(), mustTemplate(t, templateFile), meta)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -99,7 +101,7 @@ func mustBuild(t *testing.T, cfgYAML, templateFile string, meta Meta) *corev1.Po
 
 func mustConfig(t *testing.T, cfgYAML string) *config.Config {
 	t.Helper()
-	cfg, err := config.ParseConfig([]byte(cfgYAML))
+	cfg, err := config.ParseConfig([]byte(cfgYAML), backends.All().Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func mustTemplate(t *testing.T, file string) *workflow.Template {
 	return tmpl
 }
 
-func meta() Meta { return Meta{PodName: "pod", Namespace: "ns"} }
+func meta() podspec.Meta { return podspec.Meta{PodName: "pod", Namespace: "ns"} }
 
 func container(pod *corev1.Pod, name string) *corev1.Container {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
@@ -179,7 +181,7 @@ func TestNativeSidecarRestartPolicy(t *testing.T) {
 	tmpl := mustTemplate(t, "script.yaml")
 	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "db", Image: "postgres"}}}
 	tmpl.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
-	pod, err := Build(config.Default(), tmpl, meta())
+	pod, err := podspec.Build(config.Default(), registered(), tmpl, meta())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,7 @@ func TestInitOnlyForInputArtifacts(t *testing.T) {
 			for _, backend := range []string{workflow.ExecutorK8sAPI, workflow.ExecutorKubelet, workflow.ExecutorDocker} {
 				cfg := config.Default()
 				cfg.ContainerRuntimeExecutor = backend
-				pod, err := Build(cfg, tmpl, meta())
+				pod, err := podspec.Build(cfg, registered(), tmpl, meta())
 				if err != nil {
 					t.Fatalf("%s: %v", backend, err)
 				}
@@ -285,7 +287,7 @@ func TestTemplateReachesInitAndWait(t *testing.T) {
 	if err != nil {
 		t.Fatalf("annotation does not decode strictly: %v", err)
 	}
-	want, err := SubstituteInputs(mustTemplate(t, "artifacts.yaml"))
+	want, err := podspec.SubstituteInputs(mustTemplate(t, "artifacts.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func TestLargeScript(t *testing.T) {
 		tmpl := mustTemplate(t, "script.yaml")
 		line := "echo 'a line of the script that is <long> & \"quoted\"'\n"
 		tmpl.Script.Source = strings.Repeat(line, size/len(line))
-		return Build(config.Default(), tmpl, meta())
+		return podspec.Build(config.Default(), registered(), tmpl, meta())
 	}
 	pod, err := build(200 * 1024)
 	if err != nil {
@@ -372,7 +374,7 @@ func TestSubstituteInputsErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(config.Default(), tmpl, meta())
+			_, err = podspec.Build(config.Default(), registered(), tmpl, meta())
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("error = %v, want it to contain %q", err, w)
@@ -384,11 +386,11 @@ func TestSubstituteInputsErrors(t *testing.T) {
 
 func TestBuildDoesNotChangeTemplate(t *testing.T) {
 	tmpl := mustTemplate(t, "container.yaml")
-	if _, err := Build(config.Default(), tmpl, meta()); err != nil {
+	if _, err := podspec.Build(config.Default(), registered(), tmpl, meta()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(mustTemplate(t, "container.yaml"), tmpl); diff != "" {
-		t.Errorf("Build changed its template (-before +after):\n%s", diff)
+		t.Errorf("podspec.Build changed its template (-before +after):\n%s", diff)
 	}
 }
 
@@ -397,7 +399,7 @@ func TestBuildDoesNotChangeTemplate(t *testing.T) {
 func TestS3CredentialsOnlyInInitAndWait(t *testing.T) {
 	tmpl := mustTemplate(t, "artifacts.yaml")
 	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "side", Image: "x"}}}
-	pod, err := Build(mustConfig(t, s3Config), tmpl, meta())
+	pod, err := podspec.Build(mustConfig(t, s3Config), registered(), tmpl, meta())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +487,7 @@ func TestMirroredMounts(t *testing.T) {
 // in main's own filesystem, and that docker accepts them.
 func TestOutputsOutsideVolumes(t *testing.T) {
 	for _, backend := range []string{"k8sapi", "kubelet"} {
-		_, err := Build(mustConfig(t, "containerRuntimeExecutor: "+backend), mustTemplate(t, "base-layer.yaml"), meta())
+		_, err := podspec.Build(mustConfig(t, "containerRuntimeExecutor: "+backend), registered(), mustTemplate(t, "base-layer.yaml"), meta())
 		for _, want := range []string{
 			`output parameter "answer": path /tmp/out is not on a volume of main`,
 			`output artifact "tmp": path /tmp is not on a volume`,
@@ -497,19 +499,19 @@ func TestOutputsOutsideVolumes(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Build(mustConfig(t, "containerRuntimeExecutor: docker"), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
+	if _, err := podspec.Build(mustConfig(t, "containerRuntimeExecutor: docker"), registered(), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
 		t.Errorf("docker: %v", err)
 	}
 }
 
 // TestArgoFields checks that every Argo field workflow-controller does not
 // implement is refused by name with what to do, and that ignored ones are
-// listed by IgnoredFields.
+// listed by podspec.IgnoredFields.
 func TestArgoFields(t *testing.T) {
 	const main = "container: {image: a}\n"
 	for _, tc := range []struct {
 		name, template string
-		want           string // in Build's error; "" means Build succeeds
+		want           string // in podspec.Build's error; "" means podspec.Build succeeds
 		ignored        []string
 	}{
 		{"retryStrategy", main + "retryStrategy: {limit: 3}\n", "retryStrategy: not supported by workflow-controller run; Argo's controller handles it", nil},
@@ -548,27 +550,27 @@ func TestArgoFields(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeTemplate: %v", err)
 			}
-			docker, err := config.ParseConfig([]byte("containerRuntimeExecutor: docker\n")) // reads outputs from main's own filesystem
+			docker, err := config.ParseConfig([]byte("containerRuntimeExecutor: docker\n"), backends.All().Config()) // reads outputs from main's own filesystem
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(docker, tmpl, meta())
+			_, err = podspec.Build(docker, registered(), tmpl, meta())
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Build: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("Build error = %v, want it to contain %q", err, tc.want)
+				t.Fatalf("podspec.Build error = %v, want it to contain %q", err, tc.want)
 			case tc.want != "" && strings.Contains(err.Error(), "unknown field"):
-				t.Fatalf("Build error = %v: says unknown field", err)
+				t.Fatalf("podspec.Build error = %v: says unknown field", err)
 			}
-			if diff := cmp.Diff(tc.ignored, IgnoredFields(tmpl)); diff != "" {
-				t.Errorf("IgnoredFields (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.ignored, podspec.IgnoredFields(tmpl)); diff != "" {
+				t.Errorf("podspec.IgnoredFields (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestFieldsTable keeps FIELDS.md equal to Fields(); regenerate with
+// TestFieldsTable keeps FIELDS.md equal to podspec.Fields(); regenerate with
 // `go test ./pkg/podspec -update`.
 func TestFieldsTable(t *testing.T) {
 	var sb strings.Builder
@@ -579,7 +581,7 @@ func TestFieldsTable(t *testing.T) {
 		"the ignored fields) or refuses it with an error naming the field. Under Argo's own\n" +
 		"controller all of them work as in Argo. Generated from `podspec.Fields()`.\n\n" +
 		"| field | handling | why / what to do |\n|---|---|---|\n")
-	for _, f := range Fields() {
+	for _, f := range podspec.Fields() {
 		fmt.Fprintf(&sb, "| `%s` | %s | %s |\n", f.Path, f.Handling, strings.ReplaceAll(f.Why, "|", `\|`))
 	}
 	if *update {
@@ -592,15 +594,15 @@ func TestFieldsTable(t *testing.T) {
 		t.Fatalf("read FIELDS.md (regenerate with -update): %v", err)
 	}
 	if diff := cmp.Diff(sb.String(), string(got)); diff != "" {
-		t.Errorf("FIELDS.md differs from Fields() (-code +file); regenerate with `go test ./pkg/podspec -update`:\n%s", diff)
+		t.Errorf("FIELDS.md differs from podspec.Fields() (-code +file); regenerate with `go test ./pkg/podspec -update`:\n%s", diff)
 	}
 }
 
 // TestFieldsDocumented checks that every decision says why.
 func TestFieldsDocumented(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range Fields() {
-		if f.Why == "" || seen[f.Path] || !slices.Contains([]Handling{Applied, Ignored, Refused}, f.Handling) {
+	for _, f := range podspec.Fields() {
+		if f.Why == "" || seen[f.Path] || !slices.Contains([]podspec.Handling{podspec.Applied, podspec.Ignored, podspec.Refused}, f.Handling) {
 			t.Errorf("field %+v: empty why, listed twice or unknown handling", f.Path)
 		}
 		seen[f.Path] = true
@@ -610,7 +612,7 @@ func TestFieldsDocumented(t *testing.T) {
 func TestBuildErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, template string
-		meta           Meta
+		meta           podspec.Meta
 		want           string
 	}{
 		{"no main", "name: x\n", meta(), "neither container nor script"},
@@ -622,20 +624,23 @@ func TestBuildErrors(t *testing.T) {
 		{"reserved volume", "volumes: [{name: var-run-argo, emptyDir: {}}]\ncontainer: {image: a}\n", meta(), `volumes[0].name: "var-run-argo" is reserved`},
 		{"relative input artifact", "inputs: {artifacts: [{name: a, path: rel, raw: {data: x}}]}\ncontainer: {image: a}\n", meta(), `inputs.artifacts[0].path: "rel"`},
 		{"reserved annotation", "metadata: {annotations: {workflows.argoproj.io/template: x}}\ncontainer: {image: a}\n", meta(), "metadata.annotations: workflows.argoproj.io/template"},
-		{"no pod name", "container: {image: a}\n", Meta{}, "pod name is empty"},
-		{"bad pod name", "container: {image: a}\n", Meta{PodName: "Bad_Name"}, `pod name "Bad_Name"`},
-		{"bad workflow name", "container: {image: a}\n", Meta{PodName: "p", WorkflowName: "a b"}, `workflow name "a b"`},
-		{"bad executor label", "container: {image: a}\n", Meta{PodName: "p", WorkflowLabels: map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}}, `unknown executor "pns"`},
+		{"no pod name", "container: {image: a}\n", podspec.Meta{}, "pod name is empty"},
+		{"bad pod name", "container: {image: a}\n", podspec.Meta{PodName: "Bad_Name"}, `pod name "Bad_Name"`},
+		{"bad workflow name", "container: {image: a}\n", podspec.Meta{PodName: "p", WorkflowName: "a b"}, `workflow name "a b"`},
+		{"bad executor label", "container: {image: a}\n", podspec.Meta{PodName: "p", WorkflowLabels: map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}}, `unknown executor "pns"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl, err := workflow.DecodeTemplate([]byte(tc.template))
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(config.Default(), tmpl, tc.meta)
+			_, err = podspec.Build(config.Default(), registered(), tmpl, tc.meta)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Build error = %v, want it to contain %q", err, tc.want)
+				t.Fatalf("podspec.Build error = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}
 }
+
+// registered is the backends the binaries have.
+func registered() []podspec.Backend { return backends.All().Pods() }

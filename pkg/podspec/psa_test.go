@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"slices"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/podspec"
 )
 
 // executorOnly is pod with only the containers argoexec owns (init and
@@ -38,7 +39,7 @@ func evaluate(t *testing.T, level psaapi.Level, pod *corev1.Pod, spec *corev1.Po
 	return policy.AggregateCheckResults(ev.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &pod.ObjectMeta, spec))
 }
 
-// TestPodSecurityRestricted evaluates init and wait, as Build makes them,
+// TestPodSecurityRestricted evaluates init and wait, as podspec.Build makes them,
 // against Pod Security "restricted" (and "baseline" for what restricted
 // refuses): k8sapi and kubelet pass by default; the docker backend cannot
 // (root for the socket, a hostPath), nor a kubelet CA from a hostPath, nor
@@ -91,7 +92,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 // name and init and wait are not.
 func TestPodSecurityWholePod(t *testing.T) {
 	tmpl := mustTemplate(t, "script.yaml")
-	pod, err := Build(mustConfig(t, ""), tmpl, meta())
+	pod, err := podspec.Build(mustConfig(t, ""), registered(), tmpl, meta())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +106,9 @@ func TestPodSecurityWholePod(t *testing.T) {
 		}
 	}
 	uid := int64(1000)
-	tmpl.Script.SecurityContext = RestrictedSecurityContext()
+	tmpl.Script.SecurityContext = podspec.RestrictedSecurityContext()
 	tmpl.Script.SecurityContext.RunAsUser = &uid
-	if pod, err = Build(mustConfig(t, ""), tmpl, meta()); err != nil {
+	if pod, err = podspec.Build(mustConfig(t, ""), registered(), tmpl, meta()); err != nil {
 		t.Fatal(err)
 	}
 	if got := evaluate(t, psaapi.LevelRestricted, pod, &pod.Spec); !got.Allowed {
@@ -123,8 +124,8 @@ func TestPodSecurityWholePod(t *testing.T) {
 func TestExecutorSecurityContext(t *testing.T) {
 	root, uid, gid := int64(0), int64(1000), int64(999)
 	yes := true
-	restricted := RestrictedSecurityContext()
-	dockerWait := RestrictedSecurityContext()
+	restricted := podspec.RestrictedSecurityContext()
+	dockerWait := podspec.RestrictedSecurityContext()
 	dockerWait.RunAsNonRoot, dockerWait.RunAsUser = nil, &root
 	for _, tc := range []struct {
 		name, config     string
@@ -145,10 +146,10 @@ func TestExecutorSecurityContext(t *testing.T) {
 			wantErrSubstring: "executor.securityContext.runAsNonRoot: true does not work with the docker backend: wait opens the node's Docker socket /run/docker.sock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod, err := Build(mustConfig(t, tc.config), mustTemplate(t, "artifacts.yaml"), meta()) // input artifacts: init is there too
+			pod, err := podspec.Build(mustConfig(t, tc.config), registered(), mustTemplate(t, "artifacts.yaml"), meta()) // input artifacts: init is there too
 			if tc.wantErrSubstring != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErrSubstring) || !strings.Contains(err.Error(), "runAsGroup") {
-					t.Fatalf("Build error = %v, want it to contain %q and say runAsGroup", err, tc.wantErrSubstring)
+					t.Fatalf("podspec.Build error = %v, want it to contain %q and say runAsGroup", err, tc.wantErrSubstring)
 				}
 				return
 			}

@@ -1,12 +1,7 @@
 package podspec
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/argoexec/argoexec/pkg/apis/workflow"
-	"github.com/argoexec/argoexec/pkg/config"
 )
 
 // RestrictedSecurityContext is the security context init and wait get when
@@ -30,43 +25,11 @@ func RestrictedSecurityContext() *corev1.SecurityContext {
 
 // executorSecurityContext is the security context of init or wait: the
 // ConfigMap's executor.securityContext as it is when set (`{}` drops every
-// default), else RestrictedSecurityContext. The docker backend's wait runs
-// as root unless the ConfigMap says otherwise: it opens the node's Docker
-// socket, which is root's (root:docker, 0660).
-func (b *builder) executorSecurityContext(container string) *corev1.SecurityContext {
+// default), else RestrictedSecurityContext. A backend whose wait needs
+// more (docker's opens a root-owned socket) changes wait's in its Shape.
+func (b *builder) executorSecurityContext() *corev1.SecurityContext {
 	if sc := b.cfg.Executor.SecurityContext; sc != nil {
-		sc = sc.DeepCopy()
-		if b.dockerWait(container) && sc.RunAsUser == nil && !isTrue(sc.RunAsNonRoot) {
-			sc.RunAsUser = new(int64)
-		}
-		return sc
+		return sc.DeepCopy()
 	}
-	sc := RestrictedSecurityContext()
-	if b.dockerWait(container) {
-		sc.RunAsNonRoot = nil
-		sc.RunAsUser = new(int64)
-	}
-	return sc
+	return RestrictedSecurityContext()
 }
-
-func (b *builder) dockerWait(container string) bool {
-	return b.backend == workflow.ExecutorDocker && container == workflow.WaitContainerName
-}
-
-// checkExecutorSecurity refuses an executor.securityContext that cannot
-// work with the selected backend. The rule: with the docker backend,
-// runAsNonRoot: true needs runAsGroup, the group that owns the node's
-// Docker socket; without it wait could not open the socket.
-func checkExecutorSecurity(cfg *config.Config, backend string) error {
-	sc := cfg.Executor.SecurityContext
-	if backend != workflow.ExecutorDocker || sc == nil || !isTrue(sc.RunAsNonRoot) || sc.RunAsGroup != nil {
-		return nil
-	}
-	return fmt.Errorf("executor.securityContext.runAsNonRoot: true does not work with the docker backend: "+
-		"wait opens the node's Docker socket %s, which belongs to root (and group docker, mode 0660); "+
-		"set executor.securityContext.runAsGroup to the socket's group ID on the nodes, or drop runAsNonRoot to run wait as root. "+
-		"A docker-backend pod cannot pass Pod Security restricted or baseline anyway (it mounts the socket from the host): "+
-		"use the k8sapi or kubelet backend for that", cfg.DockerSockPath)
-}
-
-func isTrue(p *bool) bool { return p != nil && *p }

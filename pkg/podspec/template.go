@@ -116,8 +116,10 @@ func reservedContainerNames() []string {
 	return []string{workflow.MainContainerName, workflow.WaitContainerName, workflow.InitContainerName}
 }
 
+// The backends' volume names are checked once Shape has added them
+// (checkBackendVolumes).
 func reservedVolumeNames() []string {
-	return []string{workflow.VarRunArgoVolume, workflow.PodMetadataVolume, workflow.ScriptVolume, workflow.InputArtifactsVolume, workflow.DockerSockVolume, kubeletCAVolume}
+	return []string{workflow.VarRunArgoVolume, workflow.PodMetadataVolume, workflow.ScriptVolume, workflow.InputArtifactsVolume}
 }
 
 // validateTemplate checks what the pod builder relies on.

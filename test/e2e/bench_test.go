@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/executor/executortest"
 	"github.com/argoexec/argoexec/executor/k8sapi"
 	"github.com/argoexec/argoexec/executor/kubelet"
@@ -411,7 +412,7 @@ func deletePod(e *wfEnv, name string) {
 func (b *bench) oursStep(t *testing.T, e *wfEnv, sa, name string, tmpl *wf.Template, timeout time.Duration) (benchStep, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	pod, err := podspec.Build(e.cfg, tmpl, podspec.Meta{PodName: name, Namespace: e.f.Namespace, WorkflowName: "bench", ServiceAccountName: sa})
+	pod, err := podspec.Build(e.cfg, backends.All().Pods(), tmpl, podspec.Meta{PodName: name, Namespace: e.f.Namespace, WorkflowName: "bench", ServiceAccountName: sa})
 	if err != nil {
 		return benchStep{}, fmt.Errorf("podspec.Build: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -62,7 +63,7 @@ func TestPodSecurityAdmission(t *testing.T) {
 				Source:    "echo hi",
 			}}
 			tmpl.Inputs.Artifacts = []wf.Artifact{{Name: "data", Path: "/in/data", S3: &wf.S3Artifact{Key: "psa/data.tgz"}}}
-			pod, err := podspec.Build(cfg, tmpl, podspec.Meta{PodName: "psa-" + tc.backend, Namespace: tc.f.Namespace})
+			pod, err := podspec.Build(cfg, backends.All().Pods(), tmpl, podspec.Meta{PodName: "psa-" + tc.backend, Namespace: tc.f.Namespace})
 			if err != nil {
 				t.Fatalf("podspec.Build: %v", err)
 			}

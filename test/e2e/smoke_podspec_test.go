@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -27,7 +28,7 @@ func TestSmokePodspecPodRunsWait(t *testing.T) {
 		Image: f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 		Command: []string{"sh", "-c", "echo main ran"},
 	}}
-	pod, err := podspec.Build(cfg, tmpl, podspec.Meta{PodName: "podspec-smoke", Namespace: f.Namespace})
+	pod, err := podspec.Build(cfg, backends.All().Pods(), tmpl, podspec.Meta{PodName: "podspec-smoke", Namespace: f.Namespace})
 	if err != nil {
 		t.Fatalf("podspec.Build: %v", err)
 	}

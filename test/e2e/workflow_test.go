@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/executor/backends"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -93,7 +94,7 @@ type stepResult struct {
 // has terminated (for pods whose sidecars legitimately keep them running).
 func (e *wfEnv) run(t *testing.T, name string, tmpl *wf.Template, mutate func(*corev1.Pod), untilWaitExits bool) *stepResult {
 	t.Helper()
-	pod, err := podspec.Build(e.cfg, tmpl, podspec.Meta{PodName: name, Namespace: e.f.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
+	pod, err := podspec.Build(e.cfg, backends.All().Pods(), tmpl, podspec.Meta{PodName: name, Namespace: e.f.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
 	if err != nil {
 		t.Fatalf("podspec.Build: %v", err)
 	}

@@ -99,7 +99,7 @@ func TestWaitOptionsParsing(t *testing.T) {
 		{
 			name:     "kubelet insecure not a bool",
 			args:     []string{"wait"},
-			env:      with(baseEnv(), wf.EnvKubeletInsecure, "yes please"),
+			env:      with(baseEnv(), wf.EnvContainerRuntimeExecutor, "kubelet", wf.EnvKubeletHost, "10.0.0.1", wf.EnvKubeletInsecure, "yes please"),
 			wantErr:  `ARGO_KUBELET_INSECURE="yes please" is not a boolean`,
 			wantCode: ExitUsage,
 		},
@@ -109,9 +109,9 @@ func TestWaitOptionsParsing(t *testing.T) {
 			env: with(baseEnv(), wf.EnvContainerRuntimeExecutor, "kubelet", wf.EnvKubeletHost, "10.0.0.1",
 				wf.EnvKubeletPort, "10255", wf.EnvKubeletInsecure, "true", wf.EnvKubeletCAFile, "/ca.crt"),
 			check: func(t *testing.T, o *WaitOptions) {
-				b := o.Backend
-				if b.KubeletHost != "10.0.0.1" || b.KubeletPort != 10255 || !b.KubeletInsecure || b.KubeletCAFile != "/ca.crt" {
-					t.Errorf("backend = %+v", b)
+				// What the settings parse into is kubelet.ConfigFromEnv's test.
+				if o.Backend.Executor != "kubelet" || o.Backend.construct == nil {
+					t.Errorf("backend = %+v, want kubelet's, with its constructor", o.Backend)
 				}
 			},
 		},
@@ -120,7 +120,7 @@ func TestWaitOptionsParsing(t *testing.T) {
 			args: []string{"wait", "--container-runtime-executor", "docker", "--kubeconfig", "/k"},
 			env:  with(baseEnv(), wf.EnvContainerRuntimeExecutor, "kubelet"),
 			check: func(t *testing.T, o *WaitOptions) {
-				if o.Backend.Executor != "docker" || o.Backend.Kubeconfig != "/k" || o.Backend.DockerSockPath != "/var/run/docker.sock" {
+				if o.Backend.Executor != "docker" || o.Backend.Kubeconfig != "/k" || o.Backend.construct == nil {
 					t.Errorf("backend = %+v", o.Backend)
 				}
 			},

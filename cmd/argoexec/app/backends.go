@@ -2,30 +2,23 @@ package app
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/argoexec/argoexec/executor"
-	"github.com/argoexec/argoexec/executor/docker"
-	"github.com/argoexec/argoexec/executor/k8sapi"
-	"github.com/argoexec/argoexec/executor/kubelet"
-	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/executor/backend"
+	"github.com/argoexec/argoexec/executor/backends"
 )
 
-// newBackend builds the backend the options name. This is the only place
-// that imports backends.
+// registered is the backends argoexec is built with (executor/backends,
+// the one list, which only cmd/ imports).
+func registered() backend.Set { return backends.All() }
+
+// newBackend builds the backend whose settings validateBackend read.
 func newBackend(_ context.Context, o *commonOptions, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
-	b := o.Backend
-	switch b.Executor {
-	case wf.ExecutorK8sAPI:
-		return k8sapi.New(k8sapi.Config{Kubeconfig: b.Kubeconfig, Namespace: o.Pod.Namespace, PodName: o.Pod.Name}, log)
-	case wf.ExecutorKubelet:
-		return kubelet.New(kubelet.Config{
-			Host: b.KubeletHost, Port: b.KubeletPort, Insecure: b.KubeletInsecure, CAFile: b.KubeletCAFile,
-			Namespace: o.Pod.Namespace, PodName: o.Pod.Name,
-		}, log)
-	case wf.ExecutorDocker:
-		return docker.New(docker.Config{SockPath: b.DockerSockPath, Namespace: o.Pod.Namespace, PodName: o.Pod.Name, PodUID: o.Pod.UID}, log)
+	if o.Backend.construct == nil {
+		return nil, errors.New("the backend's settings were not read: validate the options before running")
 	}
-	return nil, usageErrorf("%s=%q is not an executor", wf.EnvContainerRuntimeExecutor, b.Executor)
+	return o.Backend.construct(log)
 }

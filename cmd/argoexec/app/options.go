@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
+	"github.com/argoexec/argoexec/executor/backend"
 	"github.com/argoexec/argoexec/executor/protocol"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
@@ -21,18 +21,17 @@ import (
 const NamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // BackendOptions are the settings of the container runtime executor that
-// wait (and init, for the pod's own identity) uses.
+// wait (and init, for the pod's own identity) uses. The backend's own
+// settings come from its registration's FromEnv (see backends.go).
 type BackendOptions struct {
-	// Executor is k8sapi, kubelet or docker.
+	// Executor is the backend's name (ARGO_CONTAINER_RUNTIME_EXECUTOR).
 	Executor string
 	// Kubeconfig is a kubeconfig path for running outside a pod; empty means
 	// in-cluster credentials.
-	Kubeconfig      string
-	KubeletHost     string
-	KubeletPort     int
-	KubeletInsecure bool
-	KubeletCAFile   string
-	DockerSockPath  string
+	Kubeconfig string
+	// construct builds the backend from the settings its FromEnv read;
+	// set by validateBackend.
+	construct backend.Constructor
 }
 
 // commonOptions are what init and wait both need.
@@ -41,6 +40,8 @@ type commonOptions struct {
 	cmdName string
 	// namespaceFile is where the pod's namespace was looked for.
 	namespaceFile string
+	// getenv is the environment complete read, for the backend's FromEnv.
+	getenv func(string) string
 	// Protocol is the controller protocol the environment speaks, chosen
 	// by detectProtocol.
 	Protocol protocol.Protocol
@@ -61,7 +62,7 @@ type commonOptions struct {
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Backend.Kubeconfig, "kubeconfig", "", "kubeconfig to use instead of in-cluster credentials (for running outside a pod)")
-	fs.StringVar(&o.Backend.Executor, "container-runtime-executor", "", "backend: k8sapi, kubelet or docker (default $"+wf.EnvContainerRuntimeExecutor+")")
+	fs.StringVar(&o.Backend.Executor, "container-runtime-executor", "", "backend: "+strings.Join(registered().Names(), ", ")+" (default $"+wf.EnvContainerRuntimeExecutor+")")
 	fs.StringVar(&o.TemplatePath, "template", "", "template JSON file (default $"+wf.EnvTemplatePath+", else "+wf.TemplateFile+")")
 }
 
@@ -75,6 +76,7 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 	o.Protocol = proto
 	o.cmdName = cmdName
 	o.namespaceFile = namespaceFile
+	o.getenv = getenv
 	o.Pod.Name = getenv(wf.EnvPodName)
 	o.Pod.Namespace = getenv(wf.EnvPodNamespace)
 	if o.Pod.Namespace == "" {
@@ -91,29 +93,6 @@ func (o *commonOptions) complete(cmdName string, getenv func(string) string, nam
 	}
 	o.WorkflowName = getenv(wf.EnvWorkflowName)
 	o.CPUProfile = getenv(EnvCPUProfile)
-	o.Backend.KubeletHost = getenv(wf.EnvKubeletHost)
-	o.Backend.KubeletPort = wf.DefaultKubeletPort
-	if v := getenv(wf.EnvKubeletPort); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil {
-			return usageErrorf("argoexec %s: %s=%q is not a port number", cmdName, wf.EnvKubeletPort, v)
-		}
-		if p != 0 { // Argo's controller passes "0" when its ConfigMap sets no kubeletPort
-			o.Backend.KubeletPort = p
-		}
-	}
-	if v := getenv(wf.EnvKubeletInsecure); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return usageErrorf("argoexec %s: %s=%q is not a boolean (want true or false)", cmdName, wf.EnvKubeletInsecure, v)
-		}
-		o.Backend.KubeletInsecure = b
-	}
-	o.Backend.KubeletCAFile = getenv(wf.EnvKubeletCAFile)
-	o.Backend.DockerSockPath = getenv(wf.EnvDockerSockPath)
-	if o.Backend.DockerSockPath == "" {
-		o.Backend.DockerSockPath = wf.DefaultDockerSockPath
-	}
 	if v := getenv(wf.EnvArgoTerminationGrace); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -136,8 +115,8 @@ func (o *commonOptions) validate(cmdName string) error {
 		return usageErrorf("argoexec %s: %s=%s: argoexec does not implement Argo's %s executor (Argo's default since v3.3 when its ConfigMap names none); set containerRuntimeExecutor: k8sapi or kubelet in workflow-controller-configmap, or select one per workflow with the label %s",
 			cmdName, wf.EnvContainerRuntimeExecutor, e, e, wf.LabelContainerRuntimeExecutor)
 	}
-	if !slices.Contains(wf.Executors(), o.Backend.Executor) {
-		return usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(wf.Executors(), ", "))
+	if _, err := o.registration(cmdName); err != nil {
+		return err
 	}
 	return o.validateProtocol(cmdName)
 }
@@ -156,18 +135,30 @@ func (o *commonOptions) request(tmpl *wf.Template, restCfg *rest.Config, log *lo
 		RESTConfig: restCfg, KillGrace: o.KillGrace, Log: log}
 }
 
-// validateBackend checks the settings of the backend wait uses; init uses
-// no backend.
+// validateBackend reads and checks the settings of the backend wait uses,
+// through its registration; init uses no backend.
 func (o *commonOptions) validateBackend(cmdName string) error {
-	if o.Backend.Executor == wf.ExecutorKubelet {
-		if o.Backend.KubeletHost == "" {
-			return usageErrorf("argoexec %s: the kubelet executor needs %s (the pod builder sets it from status.hostIP)", cmdName, wf.EnvKubeletHost)
-		}
-		if o.Backend.KubeletPort < 1 || o.Backend.KubeletPort > 65535 {
-			return usageErrorf("argoexec %s: %s=%d is not a port (1-65535)", cmdName, wf.EnvKubeletPort, o.Backend.KubeletPort)
-		}
+	reg, err := o.registration(cmdName)
+	if err != nil {
+		return err
 	}
+	construct, err := reg.FromEnv(backend.Env{
+		Getenv: o.getenv, Namespace: o.Pod.Namespace, PodName: o.Pod.Name, PodUID: o.Pod.UID, Kubeconfig: o.Backend.Kubeconfig,
+	})
+	if err != nil {
+		return usageErrorf("argoexec %s: %w", cmdName, err)
+	}
+	o.Backend.construct = construct
 	return nil
+}
+
+// registration is the registered backend o names.
+func (o *commonOptions) registration(cmdName string) (backend.Registration, error) {
+	reg, ok := registered().Find(o.Backend.Executor)
+	if !ok {
+		return reg, usageErrorf("argoexec %s: %s=%q is not an executor (want %s)", cmdName, wf.EnvContainerRuntimeExecutor, o.Backend.Executor, strings.Join(registered().Names(), ", "))
+	}
+	return reg, nil
 }
 
 // String names the pod and backend, for messages.

@@ -48,7 +48,7 @@ func TestArgoProtocolOptions(t *testing.T) {
 		check   func(t *testing.T, o *WaitOptions)
 	}{
 		{
-			name: "Argo's environment selects its protocol; port 0 means the default; the zero deadline none",
+			name: "Argo's environment selects its protocol; the zero deadline none",
 			args: []string{"wait", "--loglevel", "info", "--gloglevel", "0"},
 			env:  argoEnv(),
 			check: func(t *testing.T, o *WaitOptions) {
@@ -58,9 +58,6 @@ func TestArgoProtocolOptions(t *testing.T) {
 				}
 				if o.Pod.Namespace != "argo" {
 					t.Errorf("namespace = %q, want the service account's", o.Pod.Namespace)
-				}
-				if o.Backend.KubeletPort != wf.DefaultKubeletPort {
-					t.Errorf("kubelet port = %d, want the default %d for ARGO_KUBELET_PORT=0", o.Backend.KubeletPort, wf.DefaultKubeletPort)
 				}
 				tmpl, err := o.Protocol.Template(o.TemplatePath)
 				if err != nil || tmpl.Container == nil || tmpl.Container.Image != "docker/whalesay:latest" {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -111,7 +112,7 @@ func TestFlags(t *testing.T) {
 // TestRenderEachBackend renders the examples for every backend and decodes
 // the output strictly into a corev1.Pod.
 func TestRenderEachBackend(t *testing.T) {
-	for _, backend := range workflow.Executors() {
+	for _, backend := range backends.All().Names() {
 		cm := writeFile(t, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: workflow-controller-configmap}\ndata:\n  config: |\n    containerRuntimeExecutor: "+backend+
 			"\n    artifactRepository:\n      s3: {endpoint: 's3:7070', bucket: b, accessKeySecret: {name: s, key: a}, secretKeySecret: {name: s, key: k}}\n")
 		for _, ex := range []string{"script-result.yaml", "output-parameter.yaml", "artifact-produce.yaml", "artifact-consume.yaml", "sidecar-ignores-term.yaml"} {

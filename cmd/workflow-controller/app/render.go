@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -102,7 +103,7 @@ func (o *RenderOptions) load(log *logrus.Entry) error {
 	if o.template, err = workflow.DecodeTemplate(data); err != nil {
 		return usageErrorf("%s: %w", o.TemplateFile, err)
 	}
-	if o.config, err = config.LoadFile(o.ConfigMapFile); err != nil {
+	if o.config, err = config.LoadFile(o.ConfigMapFile, backends.All().Config()); err != nil {
 		return &UsageError{Err: err}
 	}
 	if len(o.config.Ignored) > 0 {
@@ -128,7 +129,7 @@ func (o *RenderOptions) applyParams() error {
 
 // build renders the pod named name.
 func (o *RenderOptions) build(name string) (*corev1.Pod, error) {
-	pod, err := podspec.Build(o.config, o.template, podspec.Meta{
+	pod, err := podspec.Build(o.config, backends.All().Pods(), o.template, podspec.Meta{
 		PodName:            name,
 		Namespace:          o.Namespace,
 		WorkflowName:       name,

@@ -173,7 +173,10 @@ const (
 )
 
 // Backend names, the values of ConfigMap containerRuntimeExecutor and of
-// EnvContainerRuntimeExecutor.
+// EnvContainerRuntimeExecutor: the built-in backends' registrations (their
+// packages under executor/) use them, and tests and messages name them. The
+// list of backends a binary has is executor/backends.All, not here; a new
+// backend may spell its name in its own package.
 const (
 	// ExecutorK8sAPI reaches the main container through the API server.
 	ExecutorK8sAPI = "k8sapi"
@@ -182,9 +185,6 @@ const (
 	// ExecutorDocker reaches it through the node's docker.sock.
 	ExecutorDocker = "docker"
 )
-
-// Executors lists every backend name, in the order error messages list them.
-func Executors() []string { return []string{ExecutorDocker, ExecutorK8sAPI, ExecutorKubelet} }
 
 // Sidecar modes, the values of ConfigMap sidecarMode.
 const (

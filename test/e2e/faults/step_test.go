@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	backendreg "github.com/argoexec/argoexec/executor/backends"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/podspec"
 	"github.com/argoexec/argoexec/test/e2e/framework"
@@ -107,7 +108,7 @@ func newStep(ctx context.Context, t *testing.T, e *framework.StepEnv, name strin
 		newDockerStep(ctx, t, s)
 		return s
 	}
-	pod, err := podspec.Build(e.Config, tmpl, podspec.Meta{PodName: name, Namespace: e.F.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
+	pod, err := podspec.Build(e.Config, backendreg.All().Pods(), tmpl, podspec.Meta{PodName: name, Namespace: e.F.Namespace, WorkflowName: "wf", ServiceAccountName: "argoexec"})
 	if err != nil {
 		t.Fatalf("podspec.Build: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/argoexec/argoexec/executor/backends"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 )
@@ -86,7 +87,7 @@ func NewStepEnv(t *testing.T, backend string, opts ...Option) *StepEnv {
 		AccessKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "accesskey"},
 		SecretKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-credentials"}, Key: "secretkey"},
 	}}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(backends.All().Config()); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
 	return &StepEnv{F: f, Backend: backend, Config: cfg, S3: s3, Bucket: bucket}
