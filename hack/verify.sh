@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint: gofmt must list no file, go.mod must be tidy, go vet and staticcheck must pass (with and
+# Lint: gofmt must list no file, go.mod must be tidy, the Argo examples under testdata must be
+# the module's (hack/update-argo-examples.sh --check), go vet and staticcheck must pass (with and
 # without the e2e tag), and every shell script must be shellcheck-clean. staticcheck is pinned
 # and installed from the Go module proxy into the cache; shellcheck comes from Debian's apt.
 set -euo pipefail
@@ -19,6 +20,8 @@ if ! go mod tidy -diff >/dev/null; then
   go mod tidy -diff >&2 || true
   exit 1
 fi
+# pkg/apis/workflow's testdata/argo-examples: still Argo v3.3.8's examples/, byte for byte
+hack/update-argo-examples.sh --check
 go vet ./...
 go vet -tags e2e ./...
 go vet -tags e2e,e2ebench ./test/e2e/...
