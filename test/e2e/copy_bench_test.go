@@ -43,7 +43,7 @@ import (
 // ratio), the API server's and kubelet's CPU during each, the cost of gzip apart, and the
 // peak RSS of a fresh process doing one CopyFile of 64 MiB and of 256 MiB.
 //
-//	hack/e2e.sh -run K8sAPICopyThroughput
+//	ARGOEXEC_E2E_TAGS=e2e,bench hack/e2e.sh -run K8sAPICopyThroughput
 func TestK8sAPICopyThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("copies 256 MiB several times; not with -short")
@@ -185,7 +185,7 @@ func TestK8sAPICopyHelper(t *testing.T) {
 // (compression off) through the kubelet backend against `kubectl cp` of the same file (the
 // ratio; goal >= 2.0x), with the API server's and the kubelet's CPU during each.
 //
-//	hack/e2e.sh -run KubeletCopyThroughput -v
+//	ARGOEXEC_E2E_TAGS=e2e,bench hack/e2e.sh -run KubeletCopyThroughput
 func TestKubeletCopyThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("copies 256 MiB several times; not with -short")
@@ -221,7 +221,7 @@ func TestKubeletCopyThroughput(t *testing.T) {
 // the kubelet's CPU to serve them; Wait polls at most once a second (PollMax), so the cost
 // per second of a long Wait is one poll's.
 //
-//	hack/e2e.sh -run KubeletPodsPollCost -v
+//	ARGOEXEC_E2E_TAGS=e2e,bench hack/e2e.sh -run KubeletPodsPollCost
 func TestKubeletPodsPollCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts up to 30 pods; not with -short")
@@ -330,7 +330,7 @@ func rawArchiveToFile(ctx context.Context, d *framework.Docker, id, src, dest st
 // BenchmarkDockerCopyFile256MiB copies 256 MiB of random data out of a stopped container,
 // compression off: through the backend into a local .tgz, and as the raw archive stream.
 //
-//	go test -tags e2e -run '^$' -bench DockerCopyFile -benchtime 3x ./test/e2e
+//	go test -tags e2e,bench -run '^$' -bench DockerCopyFile -benchtime 3x ./test/e2e
 func BenchmarkDockerCopyFile256MiB(b *testing.B) {
 	const size = 256 << 20
 	p, x := bigFilePod(b, size)
