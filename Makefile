@@ -39,8 +39,8 @@ bench: ## the side-by-side report against Argo's argoexec: rewrites BENCHMARKS.m
 bench-unit: ## go benchmarks of the unit tier
 	go test -run '^$$' -bench . -benchmem ./...
 
-bench-argo: ## Argo v3.3.8 figures (BENCHMARKS.md): anchor step, 7 runs per executor image and backend
-	ARGOEXEC_E2E_ARGO_BENCH=$${ARGOEXEC_E2E_ARGO_BENCH:-7} hack/e2e.sh -run 'TestArgoFigures$$'
+bench-argo: ## Argo v3.3.8 figures (BENCHMARKS.md): anchor step, 7 runs per executor image and backend (build tags e2e,bench)
+	ARGOEXEC_E2E_TAGS=e2e,bench ARGOEXEC_E2E_ARGO_BENCH=$${ARGOEXEC_E2E_ARGO_BENCH:-7} hack/e2e.sh -run 'TestArgoFigures$$'
 
 cluster-up: ## start the local cluster (idempotent)
 	hack/cluster.sh up

@@ -3,6 +3,8 @@
 # ${OUT:-bin/}. The version is `git describe`, stamped with -ldflags -X. argoexec-main is
 # ./cmd/argoexec built with the tag argoexec_main: the resource and data templates' own flows,
 # which argoexec hands those two commands to (their libraries would make every wait bigger).
+# GOFLAGS=-tags=bench builds an argoexec whose init and wait can profile their CPU
+# (ARGOEXEC_CPU_PROFILE; the tag bench, which also compiles the e2e tier's figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bin}

@@ -22,27 +22,19 @@
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
 # ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone; on exit
 # (the run may have stopped components) it runs `cluster.sh up` and `argo.sh up` under the lock.
-# ARGOEXEC_E2E_TAGS (default e2e) and ARGOEXEC_E2E_PKGS (default ./test/e2e/...) choose what runs:
-# hack/e2e-faults.sh sets them for the fault suite (tags e2e,e2efaults, ./test/e2e/faults).
+# ARGOEXEC_E2E_TAGS (default e2e) and ARGOEXEC_E2E_PKGS (default ./test/e2e) choose what runs:
+# ARGOEXEC_E2E_TAGS=e2e,bench adds the figures (hack/bench.sh, make bench-argo); hack/e2e-faults.sh
+# sets ARGOEXEC_E2E_PKGS=./test/e2e/faults, the fault suite, which runs only under the exclusive
+# lock (its TestMain checks ARGOEXEC_TESTBED_LOCK=exclusive).
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$REPO_ROOT"
 
 # Runs share the testbed; a run that stops and starts its components (the fault suite,
-# ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone and waits for the others to finish, and they for it.
-# The lock is on fd 9, which cluster.sh and argo.sh close for every daemon they start: a daemon
-# that kept it (an Argo controller restarted by this run) would hold the lock after the run ends
-# and keep every exclusive run waiting for ever. flock alone would starve an exclusive run:
-# shared runs that start while it waits would still get in. So every run first passes the turn
-# lock (fd 8, released at once), which a waiting exclusive run holds: runs that come after it
-# wait until it has the testbed, and then until it is done.
-mkdir -p "$STATE"
-exec 9>"$STATE/e2e.lock" 8>"$STATE/e2e.turn"
+# ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone (testbed_lock, hack/lib/common.sh).
 if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then
-  flock -x 8
-  flock -x 9
-  flock -u 8
+  testbed_lock exclusive
   # leave the testbed whole for the runs waiting on the lock, whatever the tests stopped
   # shellcheck disable=SC2317 # run by the EXIT trap
   restore_testbed() {
@@ -54,9 +46,7 @@ if [ "${ARGOEXEC_E2E_EXCLUSIVE:-0}" = 1 ]; then
   }
   trap restore_testbed EXIT
 else
-  flock -s 8
-  flock -s 9
-  flock -u 8
+  testbed_lock shared
 fi
 
 t0=$(now_ms)
@@ -93,7 +83,7 @@ export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
 eval "$("$HACK_DIR/argo.sh" env)"
 
 rc=0
-read -ra e2e_pkgs <<<"${ARGOEXEC_E2E_PKGS:-./test/e2e/...}"
+read -ra e2e_pkgs <<<"${ARGOEXEC_E2E_PKGS:-./test/e2e}"
 go test -tags "${ARGOEXEC_E2E_TAGS:-e2e}" -count=1 -v -timeout "${ARGOEXEC_E2E_TIMEOUT:-45m}" "$@" "${e2e_pkgs[@]}" || rc=$?
 if [ "${E2E_IMAGE_FAILED:-0}" = 1 ]; then
   log "e2e: argoexec:dev failed to build (see above)"; [ $rc = 0 ] && rc=1

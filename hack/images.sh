@@ -299,9 +299,7 @@ esac
 # tree's runs (two e2e runs at once raced on busybox.rootfs: "rm: cannot remove
 # .../busybox.rootfs/bin: Directory not empty", CI 2026-12-01 16:25). A run waits here for the
 # other, a few seconds (most builds are skipped as unchanged).
-mkdir -p "$IMG_DIR"
-exec 7>"$IMG_DIR/.lock"
-flock 7
+flock_on exclusive "$IMAGES_LOCK_FD" "$IMG_DIR/.lock"
 
 t0=$(now_ms)
 for t in "${TARGETS[@]}"; do

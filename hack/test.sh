@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Everything CI runs, in order: lint, unit tier, fuzz, e2e tier on the real cluster, the fault
-# suite (it holds the testbed alone and restores it), make bench's smoke.
+# Everything CI runs, in order: lint (with the check that the Argo examples under testdata are
+# the module's), unit tier, fuzz, e2e tier on the real cluster (build tag e2e: no figures), the
+# fault suite (it holds the testbed alone and restores it), make bench's smoke (build tags
+# e2e,bench: TestBench once, small sizes, nothing written).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/verify.sh

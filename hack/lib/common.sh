@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The settings are for the scripts that source this file:
 # shellcheck disable=SC2034
-# Shared settings and helpers for hack/cluster.sh, hack/images.sh and hack/e2e.sh.
+# Shared settings and helpers for the hack/ scripts (cluster.sh, images.sh, e2e.sh, bench.sh ...).
 # Everything here stays on this machine: loopback and the 10.88.0.0/16 bridge cni0.
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,6 +47,57 @@ wait_until() {
     fi
     sleep 0.2
   done
+}
+
+# ---------------------------------------------------------------- locks (e2e.sh, images.sh)
+# Descriptors the locks are held on, for the rest of the script that takes them. Fixed numbers,
+# so that a script that starts a daemon can close them: hack/cluster.sh closes every descriptor
+# above stderr of its daemons, hack/argo.sh closes TESTBED_LOCK_FD for the controllers it
+# starts (9>&-). A daemon that kept the lock's descriptor (an Argo controller restarted by an
+# e2e run) would hold the lock after the run ends and keep every exclusive run waiting for ever.
+TESTBED_LOCK_FD=9
+TESTBED_TURN_FD=8
+IMAGES_LOCK_FD=7
+
+# flock_on MODE FD FILE: open FILE (created with its directory if missing) on descriptor FD, unless
+# FD is already open on it, and flock it: MODE shared, exclusive or unlock. The lock lasts until
+# unlock or until the script and every child it left FD to have exited.
+flock_on() {
+  local mode=$1 fd=$2 file=$3 flag
+  case $mode in
+    shared) flag=-s ;;
+    exclusive) flag=-x ;;
+    unlock) flag=-u ;;
+    *) die "flock_on: MODE is shared, exclusive or unlock, not $mode" ;;
+  esac
+  if [ "$(readlink "/proc/$$/fd/$fd" 2>/dev/null)" != "$(readlink -f "$file" 2>/dev/null || echo "$file")" ]; then
+    mkdir -p "$(dirname "$file")"
+    eval "exec $fd>>\"\$file\""
+  fi
+  flock "$flag" "$fd"
+}
+
+# testbed_lock shared|exclusive: hold the testbed for the rest of the script (hack/e2e.sh, and
+# through it hack/e2e-faults.sh and hack/bench.sh). Runs share the testbed; a run that stops and
+# starts its components (the fault suite, ARGOEXEC_E2E_EXCLUSIVE=1) takes it alone, waiting for
+# the others to finish, and they for it. flock alone would starve an exclusive run: shared runs
+# that start while it waits would still get in. So every run first passes the turn lock
+# ($STATE/e2e.turn, released at once), which a waiting exclusive run holds: runs that come after
+# it wait until it has the testbed, and then until it is done. It exports ARGOEXEC_TESTBED_LOCK
+# (shared or exclusive), which test/e2e/faults checks; a child of a script that holds the lock
+# (its descriptor inherited) does not take it again.
+testbed_lock() {
+  local mode=$1 lock=$STATE/e2e.lock
+  case $mode in shared|exclusive) ;; *) die "testbed_lock: shared or exclusive, not $mode" ;; esac
+  if [ -n "${ARGOEXEC_TESTBED_LOCK:-}" ] && [ "$(readlink "/proc/$$/fd/$TESTBED_LOCK_FD" 2>/dev/null)" = "$(readlink -f "$lock")" ]; then
+    [ "$ARGOEXEC_TESTBED_LOCK" = exclusive ] || [ "$mode" = shared ] ||
+      die "testbed_lock: this run's parent holds the testbed shared; an exclusive run cannot start inside it"
+    return 0
+  fi
+  flock_on "$mode" "$TESTBED_TURN_FD" "$STATE/e2e.turn"
+  flock_on "$mode" "$TESTBED_LOCK_FD" "$lock"
+  flock_on unlock "$TESTBED_TURN_FD" "$STATE/e2e.turn"
+  export ARGOEXEC_TESTBED_LOCK=$mode
 }
 
 # ---------------------------------------------------------------- PKI (cluster.sh, argo.sh)

@@ -1,4 +1,4 @@
-//go:build e2e && e2ebench
+//go:build e2e && bench
 
 package e2e
 
@@ -43,7 +43,7 @@ import (
 // It reuses the e2e tier's measurements (TestArgoFigures' measureStepWith, the containerd
 // event follower, the cgroup sampler, the audit-log and kubelet-metrics counters, and the copy
 // throughput tests' copyVsKubectl) and adds the bare-pod baseline, the steps under our own
-// pod builder, and the concurrency run. The build tag e2ebench keeps it out of the e2e tier;
+// pod builder, and the concurrency run. The build tag bench keeps it out of the e2e tier;
 // `make test` runs it once as a smoke (one repetition each, small sizes, nothing written).
 //
 // ARGOEXEC_BENCH_* (hack/bench.sh sets them; the defaults are the smoke's):

@@ -8,33 +8,25 @@ package e2e
 
 import (
 	"compress/gzip"
-	"context"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/sirupsen/logrus"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
@@ -243,176 +235,6 @@ func (p *spdyRefusingProxy) counts() (spdy, ws int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.spdy, p.ws
-}
-
-// k8sapiBigFilePod starts a pod whose main writes size random bytes to /data/big.bin (an
-// emptyDir, as in the anchor's measurements) and then idles.
-func k8sapiBigFilePod(t testing.TB, f *framework.Framework, name string, size int64) *corev1.Pod {
-	t.Helper()
-	ctx := f.Context()
-	pod := scriptPod(f, name, []executortest.Container{{Name: "main",
-		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
-	f.CreatePod(ctx, pod)
-	if _, err := f.WaitForPod(ctx, pod.Name, startedAll); err != nil {
-		t.Fatal(err)
-	}
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, logrus.NewEntry(logrus.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		if _, err := x.GetFileContents(ctx, "main", "/data/ready"); err == nil {
-			return pod
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("main never wrote /data/ready")
-		case <-time.After(delay):
-		}
-	}
-}
-
-// TestK8sAPICopyThroughput measures, in one run, CopyFile of 256 MiB of random data
-// (compression off) through the k8sapi backend against `kubectl cp` of the same file (the
-// ratio), the API server's and kubelet's CPU during each, the cost of gzip apart, and the
-// peak RSS of a fresh process doing one CopyFile of 64 MiB and of 256 MiB.
-//
-//	hack/e2e.sh -run K8sAPICopyThroughput
-func TestK8sAPICopyThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("copies 256 MiB several times; not with -short")
-	}
-	const size = 256 << 20
-	f := framework.New(t)
-	pod := k8sapiBigFilePod(t, f, "copy", size)
-	x, err := k8sapi.New(k8sapi.Config{Kubeconfig: f.Env.Kubeconfig, Namespace: f.Namespace, PodName: pod.Name}, logrus.NewEntry(logrus.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	var raw []time.Duration
-	r := copyVsKubectl(t, f, x, pod.Name, size, 3, func(i int) {
-		start := time.Now()
-		if n, err := rawExecCat(ctx, f, pod.Name, "/data/big.bin"); err != nil || n != size {
-			t.Fatalf("run %d: raw exec cat: %d bytes, %v", i, n, err)
-		}
-		raw = append(raw, time.Since(start))
-	})
-	r.log(t, "k8sapi", size, ">= 1.8x")
-	mibps := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
-	mr := median(raw)
-	t.Logf("ceiling in the same run: exec `cat` over SPDY through the API server to io.Discard, median %s (%.0f MiB/s; all %v): CopyFile reaches %.0f%% of it",
-		mr.Round(time.Millisecond), mibps(mr), raw, 100*mr.Seconds()/median(r.ours).Seconds())
-
-	// gzip, apart: the same copy at BestSpeed and at the default level, once each.
-	for _, lv := range []struct {
-		name  string
-		level int
-	}{{"BestSpeed", gzip.BestSpeed}, {"Default", gzip.DefaultCompression}} {
-		self := selfCPU()
-		start := time.Now()
-		if err := x.CopyFile(ctx, "main", "/data/big.bin", filepath.Join(dir, "gz.tgz"), lv.level); err != nil {
-			t.Fatalf("CopyFile at %s: %v", lv.name, err)
-		}
-		d := time.Since(start)
-		cpu := selfCPU() - self
-		t.Logf("256 MiB random at gzip %s: %s wall (%.0f MiB/s), %s CPU in this process", lv.name, d.Round(time.Millisecond), mibps(d), cpu.Round(time.Millisecond))
-	}
-
-	small := k8sapiBigFilePod(t, f, "copy-small", 64<<20)
-	rssIdle := k8sapiHelperPeakRSS(t, f, "")
-	rss64 := k8sapiHelperPeakRSS(t, f, small.Name)
-	rss256 := k8sapiHelperPeakRSS(t, f, pod.Name)
-	t.Logf("peak RSS of a fresh test process doing one k8sapi CopyFile (compression off): 64 MiB file %.1f MiB, 256 MiB file %.1f MiB; "+
-		"the same binary idle %.1f MiB, so the copy adds %.1f MiB (goal <= 32 MiB, flat)",
-		float64(rss64)/(1<<20), float64(rss256)/(1<<20), float64(rssIdle)/(1<<20), float64(rss256-rssIdle)/(1<<20))
-	// Measured, not gated: the SPDY path's peak is known not to be flat (every data frame is
-	// a fresh allocation, and RSS follows the GC's spikes: 73 -> 98 MiB here once, in CI;
-	// BENCHMARKS.md, "The exec CopyFile path"). A gate on it failed CI at random.
-	if rss256 > rss64+8<<20 {
-		t.Logf("NOT FLAT: peak RSS grew from %.1f MiB (64 MiB file) to %.1f MiB (256 MiB file)", float64(rss64)/(1<<20), float64(rss256)/(1<<20))
-	}
-}
-
-// rawExecCat streams `cat path` from main over SPDY through the API server into io.Discard,
-// with client-go alone: the transport's own speed, the ceiling for CopyFile.
-func rawExecCat(ctx context.Context, f *framework.Framework, pod, path string) (int64, error) {
-	u := f.Client.CoreV1().RESTClient().Post().Namespace(f.Namespace).Resource("pods").Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: "main", Command: []string{"cat", path}, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
-	ex, err := remotecommand.NewSPDYExecutor(f.Config, "POST", u)
-	if err != nil {
-		return 0, err
-	}
-	var n countWriter
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &n, Stderr: io.Discard})
-	return int64(n), err
-}
-
-// countWriter counts and discards.
-type countWriter int64
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	*c += countWriter(len(p))
-	return len(p), nil
-}
-
-const k8sapiCopyHelperEnv = "ARGOEXEC_E2E_K8SAPI_COPY_HELPER" // "<kubeconfig> <ns> <pod> <dest>"
-
-// k8sapiHelperPeakRSS re-runs this test binary as a helper that does one CopyFile of
-// /data/big.bin and exits, and returns its peak RSS: VmHWM of its own address space, which
-// the helper prints. (The rusage maxrss of a child started by a Go program is useless here:
-// the child is cloned with the parent's address space before exec, and Linux carries that
-// address space's high-water mark into the child's maxrss.) With pod empty the helper copies
-// nothing: the binary's own baseline.
-func k8sapiHelperPeakRSS(t *testing.T, f *framework.Framework, pod string) int64 {
-	t.Helper()
-	dest := filepath.Join(t.TempDir(), "helper.tgz")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestK8sAPICopyHelper$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), k8sapiCopyHelperEnv+"="+strings.Join([]string{f.Env.Kubeconfig, f.Namespace, pod, dest}, " "))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("copy helper: %v\n%s", err, out)
-	}
-	if pod != "" {
-		if st, err := os.Stat(dest); err != nil || st.Size() < 64<<20 {
-			t.Fatalf("copy helper wrote %v, %v\n%s", st, err, out)
-		}
-	}
-	_, after, ok := strings.Cut(string(out), "VmHWM:")
-	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.Fields(after + " x")[0], "kB")), 10, 64)
-	if !ok || err != nil {
-		t.Fatalf("copy helper printed no VmHWM: %s", out)
-	}
-	return kb << 10
-}
-
-// TestK8sAPICopyHelper is the process k8sapiHelperPeakRSS measures; it does nothing unless
-// started by it.
-func TestK8sAPICopyHelper(t *testing.T) {
-	args := strings.Split(os.Getenv(k8sapiCopyHelperEnv), " ")
-	if len(args) != 4 {
-		t.Skip("helper process for TestK8sAPICopyThroughput")
-	}
-	if args[2] != "" {
-		x, err := k8sapi.New(k8sapi.Config{Kubeconfig: args[0], Namespace: args[1], PodName: args[2]}, logrus.NewEntry(logrus.New()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := x.CopyFile(context.Background(), "main", "/data/big.bin", args[3], gzip.NoCompression); err != nil {
-			t.Fatal(err)
-		}
-	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			t.Log(line)
-		}
-	}
 }
 
 // TestK8sAPIWaitLatency measures Wait's latency from main's exit, read from a clock inside

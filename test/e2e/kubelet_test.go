@@ -21,7 +21,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -29,7 +28,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -291,41 +289,6 @@ func kubeletOtherCA(t testing.TB) string {
 	return p
 }
 
-// TestKubeletCopyThroughput measures, in one run, CopyFile of 256 MiB of random data
-// (compression off) through the kubelet backend against `kubectl cp` of the same file (the
-// ratio; goal >= 2.0x), with the API server's and the kubelet's CPU during each.
-//
-//	hack/e2e.sh -run KubeletCopyThroughput -v
-func TestKubeletCopyThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("copies 256 MiB several times; not with -short")
-	}
-	const size = 256 << 20
-	f := framework.New(t)
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
-	pod := scriptPod(f, "copy", []executortest.Container{{Name: "main",
-		Script: fmt.Sprintf("head -c %d /dev/urandom > /data/big.bin && touch /data/ready && sleep 3600", size)}})
-	kubeletStartPod(t, f, pod)
-	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		if _, err := x.GetFileContents(ctx, "main", "/data/ready"); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("main never wrote /data/ready")
-		case <-time.After(delay):
-		}
-	}
-
-	copyVsKubectl(t, f, x, pod.Name, size, 3, nil).log(t, "kubelet", size, ">= 2.0x")
-}
-
 // TestKubeletWaitLatency measures Wait's latency from main's exit, read from a clock inside
 // main (its last act is to print /proc/uptime: the node's clock since boot, 10 ms steps, the
 // same in the pod and here; busybox date has no %N), over 20 runs, and says which path each
@@ -351,83 +314,4 @@ func TestKubeletWaitLatency(t *testing.T) {
 	if fast := logWaitLatency(t, "kubelet", "the exec fast path", "/pods polling", samples); fast < minFastWaits {
 		t.Errorf("the exec fast path ended %d of %d Waits, want at least %d: the fast path has stopped firing", fast, len(samples), minFastWaits)
 	}
-}
-
-// TestKubeletPodsPollCost measures what one /pods poll costs with 30 pods on the node: the
-// bytes the kubelet sends, this process's CPU to decode them (the streaming decoder), and
-// the kubelet's CPU to serve them; Wait polls at most once a second (PollMax), so the cost
-// per second of a long Wait is one poll's.
-//
-//	hack/e2e.sh -run KubeletPodsPollCost -v
-func TestKubeletPodsPollCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts up to 30 pods; not with -short")
-	}
-	const want, polls = 30, 50
-	f := framework.New(t)
-	ctx := f.Context()
-	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
-	all, err := f.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + f.Env.NodeName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last string
-	for i := len(all.Items); i < want; i++ {
-		pod := scriptPod(f, fmt.Sprintf("filler-%d", i), []executortest.Container{{Name: "main", Script: "sleep 3600"}})
-		f.CreatePod(ctx, pod)
-		last = pod.Name
-	}
-	if last != "" {
-		if _, err := f.WaitForPod(ctx, last, startedAll); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pod := scriptPod(f, "poll", []executortest.Container{{Name: "main", Script: "sleep 3600"}})
-	kubeletStartPod(t, f, pod)
-
-	// The bytes of one /pods, fetched as the backend fetches it.
-	hc, err := f.KubeletClient(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := os.ReadFile(token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.Env.KubeletURL()+"/pods", nil)
-	req.Header.Set("Authorization", "Bearer "+string(tok))
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /pods: %s", resp.Status)
-	}
-
-	x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.ListContainerNames(ctx); err != nil { // warm the connection
-		t.Fatal(err)
-	}
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	m := startCPU()
-	start := time.Now()
-	for range polls {
-		if _, err := x.GetExitCode(ctx, "main"); err == nil || !strings.Contains(err.Error(), "not terminated") {
-			t.Fatalf("GetExitCode on running main: %v", err)
-		}
-	}
-	wall := time.Since(start)
-	_, kcpu := m.since()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	t.Logf("one /pods poll with %d+ pods on the node: %d bytes; per poll over %d polls: %s wall, %s CPU in this process, %s kubelet CPU; "+
-		"at Wait's 1 s PollMax that is %.1f%% of a core here and %.1f%% in the kubelet (Argo v3.3.8: 766 KB every 5 s with 55 pods)",
-		want, n, polls, (wall / polls).Round(time.Microsecond), (cpu / polls).Round(time.Microsecond), (kcpu / polls).Round(time.Microsecond),
-		100*(cpu/polls).Seconds(), 100*(kcpu/polls).Seconds())
 }

@@ -1,4 +1,4 @@
-//go:build !argoexec_cpuprofile
+//go:build !bench
 
 package app
 
@@ -8,7 +8,7 @@ import "github.com/sirupsen/logrus"
 // (see EnvCPUProfile) and returns a no-op.
 func startCPUProfile(path string, log *logrus.Entry) (stop func()) {
 	if path != "" {
-		log.Warnf("%s=%s is ignored: this argoexec was built without the tag argoexec_cpuprofile", EnvCPUProfile, path)
+		log.Warnf("%s=%s is ignored: this argoexec was built without the tag bench", EnvCPUProfile, path)
 	}
 	return func() {}
 }

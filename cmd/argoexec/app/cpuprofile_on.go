@@ -1,4 +1,4 @@
-//go:build argoexec_cpuprofile
+//go:build bench
 
 package app
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,24 +17,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ArgoModule is the Argo Workflows release whose examples every template
-// must decode from; hack/unit.sh downloads it before the unit tier.
-const ArgoModule = "github.com/argoproj/argo-workflows/v3@v3.3.8"
-
-// argoModuleDir is ArgoModule's directory in the module cache. A missing
-// directory fails the test: it must never pass by skipping.
-func argoModuleDir(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatalf("go env GOMODCACHE: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(ArgoModule))
-	if _, err := os.Stat(filepath.Join(dir, "examples")); err != nil {
-		t.Fatalf("Argo's examples are not in the module cache (%v): run `go mod download %s` (hack/unit.sh does)", err, ArgoModule)
-	}
-	return dir
-}
+// argoExamplesDir holds every *.yaml and *.yml of Argo Workflows v3.3.8's
+// examples/, byte for byte (hack/update-argo-examples.sh copies them from
+// the Go module github.com/argoproj/argo-workflows/v3@v3.3.8; its --check,
+// in hack/verify.sh, fails when they differ).
+const argoExamplesDir = "testdata/argo-examples"
 
 // exampleTemplate is one template of one example document.
 type exampleTemplate struct {
@@ -118,7 +104,7 @@ func exampleTemplates(t *testing.T, dir string) []exampleTemplate {
 // templates (that it runs as main) are counted apart; every other kind
 // (steps, dag, suspend, ...) must decode too.
 func TestDecodeArgoExamples(t *testing.T) {
-	templates := exampleTemplates(t, filepath.Join(argoModuleDir(t), "examples"))
+	templates := exampleTemplates(t, argoExamplesDir)
 	counts := map[string]int{}
 	for _, et := range templates {
 		counts[et.kind]++

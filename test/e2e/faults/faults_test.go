@@ -1,4 +1,4 @@
-//go:build e2e && e2efaults
+//go:build e2e
 
 // Package faults is the fault suite (hack/e2e-faults.sh, `make e2e-faults`): each case runs a
 // step whose outputs are known on every backend at once, injects one fault into the real
@@ -8,7 +8,7 @@
 // guess: the test and main meet in a host directory, and the test reads wait's log on the node.
 //
 // It stops components the other e2e runs need, so it runs alone (ARGOEXEC_E2E_EXCLUSIVE=1), and
-// its build tag keeps `go test -tags e2e ./test/e2e/...` from running it beside them.
+// its TestMain refuses to run unless the run holds the testbed lock exclusively (main_test.go).
 package faults
 
 import (

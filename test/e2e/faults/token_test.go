@@ -1,4 +1,4 @@
-//go:build e2e && e2efaults
+//go:build e2e
 
 package faults
 

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && bench
 
 package e2e
 
@@ -34,7 +34,8 @@ import (
 // when set, is a second executor image (say, main's build) run interleaved with ours, so that
 // before and after come from one run:
 //
-//	ARGOEXEC_E2E_LATENCY_RUNS=9 ARGOEXEC_E2E_BASELINE_IMAGE=argoexec:base hack/e2e.sh -run TestOutputsLatency
+//	ARGOEXEC_E2E_TAGS=e2e,bench ARGOEXEC_E2E_LATENCY_RUNS=9 ARGOEXEC_E2E_BASELINE_IMAGE=argoexec:base \
+//	  hack/e2e.sh -run TestOutputsLatency
 //
 // It also counts the kubelet's `/pods` reads during each step (its request metrics: they count
 // every client, so other tests running beside it add to them; the table gives the fewest).

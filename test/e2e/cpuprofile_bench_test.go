@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && bench
 
 package e2e
 
@@ -22,10 +22,10 @@ import (
 // TestWaitPeakRSS with no artifact: one output parameter), for `go tool pprof` to merge: one
 // step's wait uses about 30 ms of CPU, too little for one profile. It runs only when
 // ARGOEXEC_E2E_CPU_PROFILE_DIR names a directory, and needs an executor image built with the
-// tag argoexec_cpuprofile (README, EnvCPUProfile in cmd/argoexec/app):
+// tag bench (README, EnvCPUProfile in cmd/argoexec/app), the tag this test is built with:
 //
-//	GOFLAGS=-tags=argoexec_cpuprofile ARGOEXEC_E2E_CPU_PROFILE_DIR=/tmp/prof ARGOEXEC_E2E_SKIP_UP=1 \
-//	  hack/e2e.sh -run TestWaitCPUProfile
+//	GOFLAGS=-tags=bench ARGOEXEC_E2E_TAGS=e2e,bench ARGOEXEC_E2E_CPU_PROFILE_DIR=/tmp/prof \
+//	  ARGOEXEC_E2E_SKIP_UP=1 hack/e2e.sh -run TestWaitCPUProfile
 //	go tool pprof -top /tmp/prof/kubelet-*.pprof
 //
 // wait logs its profile (ARGOEXEC_CPU_PROFILE=log), the test writes it to the directory.
@@ -75,7 +75,7 @@ func TestWaitCPUProfile(t *testing.T) {
 					own[label] = append(own[label], u["cpuOwn"])
 					m := profileField.FindStringSubmatch(r.waitLog)
 					if m == nil {
-						t.Fatalf("%s: wait logged no cpu profile (was the image built with -tags argoexec_cpuprofile?)", name)
+						t.Fatalf("%s: wait logged no cpu profile (was the image built with -tags bench?)", name)
 					}
 					b, err := base64.RawURLEncoding.DecodeString(m[1])
 					if err != nil {
