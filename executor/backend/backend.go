@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/argoexec/argoexec/executor"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
 )
@@ -50,6 +51,10 @@ type Registration struct {
 	// bad value and what sets it; argoexec reports it as a usage error
 	// before any work.
 	FromEnv func(env Env) (Constructor, error)
+	// Stage, when set, is what init does for this backend before its flow
+	// (emissary: stage the wrapper binary and the template on the shared
+	// volume); an error fails init, so main never starts.
+	Stage func(tmpl *wf.Template) error
 }
 
 // Name is the backend's name, as containerRuntimeExecutor spells it.

@@ -8,6 +8,7 @@ package backends
 import (
 	"github.com/argoexec/argoexec/executor/backend"
 	"github.com/argoexec/argoexec/executor/docker"
+	"github.com/argoexec/argoexec/executor/emissary"
 	"github.com/argoexec/argoexec/executor/k8sapi"
 	"github.com/argoexec/argoexec/executor/kubelet"
 )
@@ -16,6 +17,7 @@ import (
 func All() backend.Set {
 	return backend.Set{
 		docker.Backend(),
+		emissary.Backend(),
 		k8sapi.Backend(),
 		kubelet.Backend(),
 	}

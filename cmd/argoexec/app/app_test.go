@@ -72,7 +72,7 @@ func TestWaitOptionsParsing(t *testing.T) {
 			name:     "unknown executor",
 			args:     []string{"wait"},
 			env:      with(baseEnv(), wf.EnvContainerRuntimeExecutor, "dokcer"),
-			wantErr:  `ARGO_CONTAINER_RUNTIME_EXECUTOR="dokcer" is not an executor (want docker, k8sapi, kubelet)`,
+			wantErr:  `ARGO_CONTAINER_RUNTIME_EXECUTOR="dokcer" is not an executor (want docker, emissary, k8sapi, kubelet)`,
 			wantCode: ExitUsage,
 		},
 		{

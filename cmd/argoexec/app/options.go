@@ -111,9 +111,9 @@ func (o *commonOptions) validate(cmdName string) error {
 	if o.Pod.Namespace == "" {
 		return usageErrorf("argoexec %s must run inside a workflow pod: %s is not set and %s is not readable", cmdName, wf.EnvPodNamespace, o.namespaceFile)
 	}
-	if e := o.Backend.Executor; e == "emissary" || e == "pns" {
-		return usageErrorf("argoexec %s: %s=%s: argoexec does not implement Argo's %s executor (Argo's default since v3.3 when its ConfigMap names none); set containerRuntimeExecutor: k8sapi or kubelet in workflow-controller-configmap, or select one per workflow with the label %s",
-			cmdName, wf.EnvContainerRuntimeExecutor, e, e, wf.LabelContainerRuntimeExecutor)
+	if e := o.Backend.Executor; e == "pns" {
+		return usageErrorf("argoexec %s: %s=%s: argoexec does not implement Argo's pns executor; set containerRuntimeExecutor to one of %s in workflow-controller-configmap, or select one per workflow with the label %s",
+			cmdName, wf.EnvContainerRuntimeExecutor, e, strings.Join(registered().Names(), ", "), wf.LabelContainerRuntimeExecutor)
 	}
 	if _, err := o.registration(cmdName); err != nil {
 		return err

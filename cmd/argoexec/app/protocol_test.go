@@ -93,10 +93,20 @@ func TestArgoProtocolOptions(t *testing.T) {
 			wantErr: `ARGO_DEADLINE="tomorrow" is not an RFC 3339 time`,
 		},
 		{
-			name:    "Argo's default emissary executor is refused with what to set",
+			name: "Argo's default emissary executor is accepted",
+			args: []string{"wait"},
+			env:  with(argoEnv(), wf.EnvContainerRuntimeExecutor, "emissary"),
+			check: func(t *testing.T, o *WaitOptions) {
+				if o.Backend.Executor != "emissary" {
+					t.Errorf("executor = %q", o.Backend.Executor)
+				}
+			},
+		},
+		{
+			name:    "Argo's pns executor is refused with what to set",
 			args:    []string{"wait"},
-			env:     with(argoEnv(), wf.EnvContainerRuntimeExecutor, "emissary"),
-			wantErr: "argoexec does not implement Argo's emissary executor (Argo's default since v3.3 when its ConfigMap names none); set containerRuntimeExecutor: k8sapi or kubelet",
+			env:     with(argoEnv(), wf.EnvContainerRuntimeExecutor, "pns"),
+			wantErr: "argoexec does not implement Argo's pns executor; set containerRuntimeExecutor to one of docker, emissary, k8sapi, kubelet",
 		},
 		{
 			name: "the pod's termination grace bounds sidecar kills",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor/flow"
 	"github.com/argoexec/argoexec/executor/protocol"
+	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // runWait is what `argoexec wait` does once its options are valid.
@@ -32,9 +33,15 @@ func runInit(ctx context.Context, o *InitOptions) error {
 	defer startCPUProfile(o.CPUProfile, o.Log)()
 	usage := startStepUsage(ctx, clock.RealClock{})
 	defer usage.finish(o.Log)
-	we, err := newInitFlow(&o.commonOptions, o.Log)
+	we, tmpl, err := newInitFlow(&o.commonOptions, o.Log)
 	if err != nil {
 		return err
+	}
+	if reg, err := o.registration("init"); err == nil && reg.Stage != nil {
+		if err := reg.Stage(tmpl); err != nil {
+			return fmt.Errorf("stage the %s executor's files before main: %w", reg.Name(), err)
+		}
+		o.Log.WithField("executor", reg.Name()).Info("staged the executor's files for the wrapped containers")
 	}
 	return we.Init(ctx)
 }
@@ -51,13 +58,14 @@ func flowParts(o *commonOptions, restCfg *rest.Config, log *logrus.Entry) (proto
 	return o.Protocol.Flow(o.request(tmpl, restCfg, log))
 }
 
-// newInitFlow assembles init's WorkflowExecutor: no backend, no reporter.
-func newInitFlow(o *commonOptions, log *logrus.Entry) (*flow.WorkflowExecutor, error) {
+// newInitFlow assembles init's WorkflowExecutor (no backend, no reporter)
+// and returns the template it runs.
+func newInitFlow(o *commonOptions, log *logrus.Entry) (*flow.WorkflowExecutor, *wf.Template, error) {
 	parts, err := flowParts(o, nil, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return flow.NewWorkflowExecutor(parts.Config, nil, parts.Store, nil, log), nil
+	return flow.NewWorkflowExecutor(parts.Config, nil, parts.Store, nil, log), parts.Config.Template, nil
 }
 
 // newWaitFlow assembles wait's WorkflowExecutor over the backend the

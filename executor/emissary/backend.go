@@ -1,12 +1,9 @@
-// This file is executor/emissary/backend.go once the backend branch
-// (executor/backend, podspec.Backend) is merged: rename it to backend.go.
-// It is written against backend:executor/backend/backend.go and
-// backend:pkg/podspec/backend.go as they stand at 2026-12-02 04:30 UTC.
-
 package emissary
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/sirupsen/logrus"
@@ -14,14 +11,13 @@ import (
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
+	"github.com/argoexec/argoexec/executor/emissary/wrapper"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
-	"github.com/argoexec/argoexec/pkg/podspec"
 )
 
 // ExecutorEmissary is the backend's name as containerRuntimeExecutor
-// spells it. (Move to pkg/apis/workflow/names.go beside the others, and add
-// it to workflow.Executors().)
+// spells it: Argo v3.3's default when its ConfigMap names none.
 const ExecutorEmissary = "emissary"
 
 // WrapperPath is where argoexec init stages the binary, the path every
@@ -34,7 +30,7 @@ const WrapperPath = workflow.VarRunArgoPath + "/argoexec"
 // needs no API access beyond the report (manifests/overlays/emissary: the
 // report's RBAC only).
 func Backend() backend.Registration {
-	return backend.Registration{Pod: podShape{}, Overlay: ExecutorEmissary, FromEnv: fromEnv}
+	return backend.Registration{Pod: podShape{}, Overlay: ExecutorEmissary, FromEnv: fromEnv, Stage: stage}
 }
 
 // podShape is the emissary backend as the configuration and the pod
@@ -47,9 +43,11 @@ func (podShape) Name() string { return ExecutorEmissary }
 // CheckConfig implements config.Backend: emissary reads no key.
 func (podShape) CheckConfig(*config.Config) []error { return nil }
 
-// ReadsExitedMain implements podspec.Backend: the wrapper copies main's
-// declared outputs from main's own filesystem when main exits.
-func (podShape) ReadsExitedMain() bool { return true }
+// ReadsExitedMain implements podspec.Backend. The wrapper copies main's
+// declared outputs from main's own filesystem when main exits, but this pod
+// builder cannot build emissary pods yet (Shape refuses them), so it must
+// not offer emissary as the fix for outputs outside a volume.
+func (podShape) ReadsExitedMain() bool { return false }
 
 // Shape implements podspec.Backend. Every container but wait and init (main,
 // sidecars, native sidecars, user init containers) gets command
@@ -99,4 +97,19 @@ func (podShape) Shape(cfg *config.Config, pod *corev1.Pod) error {
 func fromEnv(env backend.Env) (backend.Constructor, error) {
 	cfg := Config{Root: workflow.VarRunArgoPath}
 	return func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) { return New(cfg, log) }, nil
+}
+
+// stage is what init does for emissary pods before its flow: the binary
+// (argoexec itself, a static build) to WrapperPath, and the template beside
+// it, for the wrapped containers.
+func stage(tmpl *workflow.Template) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("emissary: find argoexec's own binary to stage at %s: %w", WrapperPath, err)
+	}
+	b, err := json.Marshal(tmpl)
+	if err != nil {
+		return fmt.Errorf("emissary: encode the template for %s/template: %w", workflow.VarRunArgoPath, err)
+	}
+	return wrapper.Stage(workflow.VarRunArgoPath, self, string(b))
 }
