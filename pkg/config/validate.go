@@ -39,7 +39,33 @@ func checkExecutorName(key, name string) error {
 	if slices.Contains(workflow.Executors(), name) {
 		return nil
 	}
+	if slices.Contains(argoOnlyExecutors(), name) {
+		return fmt.Errorf("%s: %w", key, errArgoOnlyExecutor(name))
+	}
 	return fmt.Errorf("%s: unknown executor %q (want %s)", key, name, wantExecutors())
+}
+
+// argoOnlyExecutors are Argo v3.3's executors that argoexec does not
+// implement. A containerRuntimeExecutors entry may name one (Argo's
+// quick-start ConfigMap lists both), and it is refused only for a workflow
+// it picks.
+func argoOnlyExecutors() []string { return []string{"emissary", "pns"} }
+
+// errArgoOnlyExecutor says that name is one of Argo's executors that
+// argoexec does not implement, and which it does.
+func errArgoOnlyExecutor(name string) error {
+	return fmt.Errorf("executor %q is Argo's, not implemented by argoexec (it implements %s): pick one of those with the label %s or containerRuntimeExecutor, or run this workflow with Argo's own executor image",
+		name, wantExecutors(), workflow.LabelContainerRuntimeExecutor)
+}
+
+// checkSelectorName accepts what checkExecutorName does and Argo's
+// executors that argoexec does not implement (Select refuses those when
+// they pick a workflow's backend).
+func checkSelectorName(key, name string) error {
+	if slices.Contains(argoOnlyExecutors(), name) {
+		return nil
+	}
+	return checkExecutorName(key, name)
 }
 
 // wantExecutors lists the backends as "docker, k8sapi or kubelet".
@@ -49,7 +75,7 @@ func wantExecutors() string {
 }
 
 func checkSelector(key string, s ExecutorSelector) []error {
-	errs := []error{checkExecutorName(key+".name", s.Name)}
+	errs := []error{checkSelectorName(key+".name", s.Name)}
 	if len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0 {
 		errs = append(errs, fmt.Errorf("%s.selector: empty selector matches every workflow; set containerRuntimeExecutor instead", key))
 	} else if _, err := metav1.LabelSelectorAsSelector(&s.Selector); err != nil {

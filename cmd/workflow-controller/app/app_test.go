@@ -145,7 +145,7 @@ func TestRenderErrors(t *testing.T) {
 		{"unreachable output", "name: x\ncontainer: {image: a}\noutputs: {parameters: [{name: p, valueFrom: {path: /tmp/p}}]}\n", nil, "use the docker executor"},
 		{"unknown param", "name: x\ncontainer: {image: a}\n", []string{"-p", "nope=1"}, `no input parameter "nope"`},
 		{"no name", "container: {image: a}\n", nil, "set --name"},
-		{"bad label value", "name: x\ncontainer: {image: a}\n", []string{"--label", workflow.LabelContainerRuntimeExecutor + "=pns"}, `unknown executor "pns"`},
+		{"bad label value", "name: x\ncontainer: {image: a}\n", []string{"--label", workflow.LabelContainerRuntimeExecutor + "=pns"}, `executor "pns" is Argo's, not implemented by argoexec`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl := writeFile(t, "t.yaml", tc.template)
