@@ -78,7 +78,7 @@ func fromWorkflow(data []byte) (tmpl []byte, labels map[string]string, name stri
 		name = strings.TrimSuffix(wf.Metadata.GenerateName, "-")
 	}
 	if wf.Spec.Entrypoint == "" {
-		return nil, nil, "", true, fmt.Errorf("Workflow %s has no spec.entrypoint: name the template to run there, or pass that template alone", name)
+		return nil, nil, "", true, fmt.Errorf("workflow %s has no spec.entrypoint: name the template to run there, or pass that template alone", name)
 	}
 	var names []string
 	for _, raw := range wf.Spec.Templates {
@@ -94,10 +94,10 @@ func fromWorkflow(data []byte) (tmpl []byte, labels map[string]string, name stri
 		_ = json.Unmarshal(raw, &kinds) // as above
 		for _, multi := range []string{"steps", "dag", "suspend"} {
 			if _, ok := kinds[multi]; ok {
-				return nil, nil, "", true, fmt.Errorf("Workflow %s: entrypoint %s is a %s template; render and run build the pod of one step: pass one of its container or script templates alone (spec.templates[i])", name, head.Name, multi)
+				return nil, nil, "", true, fmt.Errorf("workflow %s: entrypoint %s is a %s template; render and run build the pod of one step: pass one of its container or script templates alone (spec.templates[i])", name, head.Name, multi)
 			}
 		}
 		return raw, maps.Clone(wf.Metadata.Labels), name, true, nil
 	}
-	return nil, nil, "", true, fmt.Errorf("Workflow %s: no template named %q (spec.entrypoint) among %s", name, wf.Spec.Entrypoint, strings.Join(names, ", "))
+	return nil, nil, "", true, fmt.Errorf("workflow %s: no template named %q (spec.entrypoint) among %s", name, wf.Spec.Entrypoint, strings.Join(names, ", "))
 }
