@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -182,5 +183,69 @@ func TestArgoInstall(t *testing.T) {
 	if k.Namespace != "argo" || len(k.Resources) != 1 || !strings.Contains(k.Resources[0], "argo-workflows/manifests/namespace-install?ref=v3.3.8") ||
 		!slices.Equal(k.Components, []string{"../executor", "../k8sapi", "../kubelet"}) {
 		t.Errorf("argo/install = %+v", k)
+	}
+}
+
+// TestArgoComponentsOverArgosOwnInstall builds the components over Argo
+// v3.3.8's real namespace-install from the Go module cache, where the
+// testbed (hack/lib/build.sh argo) downloads it; skipped without it.
+func TestArgoComponentsOverArgosOwnInstall(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Skipf("go env GOMODCACHE: %v", err)
+	}
+	install := filepath.Join(strings.TrimSpace(string(out)), "github.com/argoproj/argo-workflows/v3@v3.3.8/manifests/namespace-install")
+	if _, err := os.Stat(install); err != nil {
+		t.Skipf("Argo v3.3.8's module is not in the module cache (hack/lib/build.sh argo downloads it): %v", err)
+	}
+	dir := t.TempDir()
+	rel := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(dir, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	kust := "namespace: argo\nresources: [" + rel(install) + "]\ncomponents: [" + rel("argo/executor") + ", " + rel("argo/k8sapi") + ", " + rel("argo/kubelet") + "]\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("build over Argo's namespace-install: %v", err)
+	}
+	var found int
+	for _, r := range res.Resources() {
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetKind() + "/" + r.GetName() {
+		case "Deployment/workflow-controller":
+			var d appsv1.Deployment
+			if err := workflow.DecodeStrict(data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if args := d.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--executor-image") {
+				t.Errorf("Argo's controller keeps --executor-image: %v", args)
+			}
+			found++
+		case "ConfigMap/workflow-controller-configmap":
+			var cm corev1.ConfigMap
+			if err := workflow.DecodeStrict(data, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.FromConfigMap(&cm); err != nil || !strings.Contains(cm.Data["executor"], "-argo") {
+				t.Errorf("ConfigMap: executor %q, load error %v", cm.Data["executor"], err)
+			}
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("found %d of Argo's Deployment and ConfigMap", found)
 	}
 }
