@@ -6,16 +6,16 @@ SHELL := /bin/bash
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build static argoexec and workflow-controller into bin/
+build: ## build static argoexec, argoexec-main and workflow-controller into bin/, version stamped (hack/version.sh)
 	hack/build.sh
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck (hack/verify.sh)
 	hack/verify.sh
 
 unit: ## unit tier: go test -race -short ./...
 	hack/unit.sh
 
-test: ## everything CI runs: lint, unit tier, then the e2e tier on the real local cluster
+test: ## everything CI runs: lint, unit tier, fuzz (10 s each), the e2e tier and the fault suite on the real local cluster, the bench smoke
 	hack/test.sh
 
 e2e: ## bring up the local cluster, build and import images, run the e2e tier

@@ -12,13 +12,24 @@ import (
 	"github.com/argoexec/argoexec/pkg/config"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite README.md's generated tables from the code")
+var updateReadme = flag.Bool("update-readme", false, "rewrite "+configDoc+"'s generated tables from the code")
 
-// TestReadmeTablesMatchCode keeps the README's tables of ConfigMap keys and
-// environment variables equal to what the code documents (config.Keys,
-// workflow.EnvVars). Run `go test . -update-readme` after changing either.
+// configDoc is the configuration reference that the README links to.
+const configDoc = "docs/configuration.md"
+
+// TestReadmeTablesMatchCode keeps the configuration reference's tables of
+// ConfigMap keys and environment variables equal to what the code documents
+// (config.Keys, workflow.EnvVars), and the README linking to it. Run
+// `go test . -update-readme` after changing either.
 func TestReadmeTablesMatchCode(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+	readmeText, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readmeText), "("+configDoc+")") {
+		t.Errorf("README.md does not link to %s", configDoc)
+	}
+	b, err := os.ReadFile(configDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,19 +41,19 @@ func TestReadmeTablesMatchCode(t *testing.T) {
 		return
 	}
 	if *updateReadme {
-		if err := os.WriteFile("README.md", []byte(want), 0o644); err != nil {
+		if err := os.WriteFile(configDoc, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's generated tables differ from the code; run `go test . -update-readme`.\nwant:\n%s\n%s", configTable(), envTable())
+	t.Errorf("%s's generated tables differ from the code; run `go test . -update-readme`.\nwant:\n%s\n%s", configDoc, configTable(), envTable())
 }
 
 func replaceBlock(t *testing.T, doc, name, body string) string {
 	t.Helper()
 	re := regexp.MustCompile(`(?s)(<!-- BEGIN ` + name + ` -->\n).*?(<!-- END ` + name + ` -->)`)
 	if !re.MatchString(doc) {
-		t.Fatalf("README.md has no <!-- BEGIN %s --> ... <!-- END %s --> block", name, name)
+		t.Fatalf("%s has no <!-- BEGIN %s --> ... <!-- END %s --> block", configDoc, name, name)
 	}
 	return re.ReplaceAllLiteralString(doc, "<!-- BEGIN "+name+" -->\n"+body+"<!-- END "+name+" -->")
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds static, reproducible binaries of argoexec, argoexec-main and workflow-controller into
-# ${OUT:-bin/}. The version is `git describe`, stamped with -ldflags -X. argoexec-main is
+# ${OUT:-bin/}. The version and commit (hack/version.sh) are stamped with -ldflags -X. argoexec-main is
 # ./cmd/argoexec built with the tag argoexec_main: the resource and data templates' own flows,
 # which argoexec hands those two commands to (their libraries would make every wait bigger).
 # GOFLAGS=-tags=bench builds an argoexec whose init and wait can profile their CPU
@@ -8,13 +8,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bin}
-VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+{ read -r VERSION; read -r COMMIT; } < <(hack/version.sh)
 mkdir -p "$OUT"
 build() { # OUTPUT PACKAGE [go build flags...]
   local out=$1 pkg=$2
   shift 2
   CGO_ENABLED=0 go build -trimpath -buildvcs=false "$@" \
-    -ldflags "-s -w -X github.com/argoexec/argoexec/pkg/version.Version=${VERSION}" \
+    -ldflags "-s -w -X github.com/argoexec/argoexec/pkg/version.Version=${VERSION} -X github.com/argoexec/argoexec/pkg/version.Commit=${COMMIT}" \
     -o "$OUT/$out" "$pkg"
 }
 build argoexec ./cmd/argoexec

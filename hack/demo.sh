@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 setup_namespace() {
   local backend=$1 ns=demo-$1
   kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl kustomize "manifests/overlays/$backend" | sed "s/namespace: default/namespace: $ns/" | kubectl apply -f - >/dev/null
+  kubectl kustomize "manifests/overlays/$backend" | sed "s/namespace: default/namespace: $ns/" | kubectl apply -n "$ns" -f - >/dev/null
   kubectl -n "$ns" create secret generic s3-credentials \
     --from-literal=accesskey="$ARGOEXEC_E2E_S3_ACCESS_KEY" --from-literal=secretkey="$ARGOEXEC_E2E_S3_SECRET_KEY" \
     --dry-run=client -o yaml | kubectl apply -f - >/dev/null

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,8 +142,13 @@ func checkNodesProxy(t *testing.T, o *objects, want bool, ns string) {
 // controller's own strict validation and selects the overlay's backend.
 func checkConfigMap(t *testing.T, o *objects, backend string) {
 	t.Helper()
-	if len(o.configMaps) != 1 || o.configMaps[0].Name != config.ConfigMapName {
-		t.Fatalf("ConfigMaps = %+v", o.configMaps)
+	// Not Argo's workflow-controller-configmap, nor its legacy key: applied
+	// beside Argo, the overlay must leave Argo's configuration alone.
+	if len(o.configMaps) != 1 || o.configMaps[0].Name != StandaloneConfigMapName || o.configMaps[0].Name == config.ConfigMapName {
+		t.Fatalf("ConfigMaps = %+v, want one named %s", o.configMaps, StandaloneConfigMapName)
+	}
+	if _, ok := o.configMaps[0].Data[config.ConfigKey]; ok {
+		t.Errorf("ConfigMap uses the legacy key %s; want Argo's per-key layout", config.ConfigKey)
 	}
 	cfg, err := config.FromConfigMap(&o.configMaps[0], backends.All().Config())
 	if err != nil {
@@ -153,7 +157,7 @@ func checkConfigMap(t *testing.T, o *objects, backend string) {
 	if got, _ := cfg.Select(nil, backends.All().Config()); got != backend {
 		t.Errorf("ConfigMap selects %q, want %q", got, backend)
 	}
-	if !strings.Contains(o.configMaps[0].Data[config.ConfigKey], "containerRuntimeExecutor: "+backend) {
-		t.Errorf("ConfigMap does not set containerRuntimeExecutor explicitly")
+	if o.configMaps[0].Data["containerRuntimeExecutor"] != backend {
+		t.Errorf("ConfigMap does not set containerRuntimeExecutor: %s explicitly", backend)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -49,46 +48,14 @@ func (podShape) CheckConfig(*config.Config) []error { return nil }
 // not offer emissary as the fix for outputs outside a volume.
 func (podShape) ReadsExitedMain() bool { return false }
 
-// Shape implements podspec.Backend. Every container but wait and init (main,
-// sidecars, native sidecars, user init containers) gets command
-// [/var/run/argo/argoexec emissary -- COMMAND...] with its args unchanged,
-// ARGO_CONTAINER_NAME and the var-run-argo mount; the pod gets the init
-// container if Build did not add one (it must run first: it stages the
-// binary). A container with no command is refused: the wrapper needs it,
-// and this controller does not read the image's entrypoint (Argo's takes it
-// from the `images` ConfigMap key).
-func (podShape) Shape(cfg *config.Config, pod *corev1.Pod) error {
-	wrap := func(c *corev1.Container) error {
-		if c.Name == workflow.WaitContainerName || c.Name == workflow.InitContainerName {
-			return nil
-		}
-		if len(c.Command) == 0 {
-			return fmt.Errorf("container %q has no command: the emissary executor wraps the command and cannot read the image's entrypoint; set command (Argo's controller takes it from the images key of its ConfigMap)", c.Name)
-		}
-		c.Command = append([]string{WrapperPath, "emissary", "--"}, c.Command...)
-		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvArgoContainerName, Value: c.Name})
-		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == workflow.VarRunArgoPath }) {
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.VarRunArgoVolume, MountPath: workflow.VarRunArgoPath})
-		}
-		return nil
-	}
-	for i := range pod.Spec.Containers {
-		if err := wrap(&pod.Spec.Containers[i]); err != nil {
-			return err
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if err := wrap(&pod.Spec.InitContainers[i]); err != nil {
-			return err
-		}
-	}
-	if !slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == workflow.InitContainerName }) {
-		// TODO(lead): build it as Build builds init (podspec's exec
-		// container helper: image, pull policy, resources, security
-		// context, the template mount) and prepend it.
-		return fmt.Errorf("emissary: the pod has no %q init container to stage %s; podspec.Build must add one for this backend", workflow.InitContainerName, WrapperPath)
-	}
-	return nil
+// Shape implements podspec.Backend: this pod builder refuses emissary for
+// now, saying which controller builds such pods.
+func (podShape) Shape(*config.Config, *corev1.Pod) error {
+	// Every wrapped container ([/var/run/argo/argoexec emissary -- CMD],
+	// ARGO_CONTAINER_NAME, the var-run-argo mount) needs init to have staged
+	// the wrapper first; Build adds init only for input artifacts, and no
+	// emissary pod of this builder has run on a cluster yet.
+	return fmt.Errorf("the emissary executor is for pods built by Argo Workflows' controller (its default): this pod builder cannot build emissary pods yet (every pod would need an init container to stage %s); pick docker, k8sapi or kubelet", WrapperPath)
 }
 
 // fromEnv builds the backend over /var/run/argo. ListContainerNames lists

@@ -43,8 +43,8 @@ func RunE(err error) error {
 	return &runError{err: err}
 }
 
-// Execute runs root with args, prints a failure as "NAME: error" on stderr,
-// and returns it: the command's own error as it returned it (through RunE),
+// Execute runs root with args, prints a failure as "NAME: error" on stderr
+// (a JSON log line with --log-format json), and returns it: the command's own error as it returned it (through RunE),
 // anything cobra rejected (flags, unknown commands) as a UsageError.
 func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
@@ -61,8 +61,22 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) error
 	} else {
 		err = &UsageError{Err: err}
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+	printError(root, stderr, err)
 	return err
+}
+
+// printError prints the final error as "NAME: error", or, under
+// --log-format json, as one JSON log line like every other line of the
+// command's log, so that a log collector parses it too.
+func printError(root *cobra.Command, stderr io.Writer, err error) {
+	if f := root.PersistentFlags().Lookup("log-format"); f == nil || f.Value.String() != "json" {
+		fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+		return
+	}
+	l := logrus.New()
+	l.SetOutput(stderr)
+	l.SetFormatter(&logrus.JSONFormatter{})
+	l.WithField("cmd", root.Name()).Error(err.Error())
 }
 
 // LogOptions are the --loglevel and --log-format flags.

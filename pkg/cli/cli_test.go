@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -78,5 +79,43 @@ func TestLogger(t *testing.T) {
 		if !strings.Contains(buf.String(), `"msg":"hello"`) {
 			t.Errorf("json debug log = %q", buf.String())
 		}
+	}
+}
+
+// TestExecuteErrorFormat: the final error follows --log-format: plain
+// "NAME: error" for text, one JSON log line for json.
+func TestExecuteErrorFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		json bool
+	}{
+		{"text", []string{"fail"}, false},
+		{"json", []string{"--log-format", "json", "fail"}, true},
+		{"json, flag after the command", []string{"fail", "--log-format=json"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := &cobra.Command{Use: "tool"}
+			o := &LogOptions{}
+			o.AddFlags(root.PersistentFlags())
+			root.AddCommand(&cobra.Command{Use: "fail", RunE: func(*cobra.Command, []string) error { return RunE(errors.New(`upload "out": refused`)) }})
+			var stderr bytes.Buffer
+			if err := Execute(root, tc.args, &bytes.Buffer{}, &stderr); err == nil {
+				t.Fatal("no error")
+			}
+			if !tc.json {
+				if got := stderr.String(); got != "tool: upload \"out\": refused\n" {
+					t.Errorf("stderr = %q", got)
+				}
+				return
+			}
+			var line map[string]any
+			if err := json.Unmarshal(stderr.Bytes(), &line); err != nil {
+				t.Fatalf("stderr %q is not one JSON line: %v", stderr.String(), err)
+			}
+			if line["level"] != "error" || line["msg"] != `upload "out": refused` || line["cmd"] != "tool" {
+				t.Errorf("JSON error line = %v", line)
+			}
+		})
 	}
 }

@@ -82,8 +82,10 @@ func TestBadInput(t *testing.T) {
 		{"unknown nested key", "executor:\n  imag: x\n", []string{`unknown field "executor.imag"`}},
 		{"duplicate key", "kubeletPort: 1\nkubeletPort: 2\n", []string{`"kubeletPort" already set`}},
 		{"sidecar mode", "sidecarMode: sidecar\n", []string{`sidecarMode: unknown mode "sidecar" (want native or legacy)`}},
-		{"selector backend", "containerRuntimeExecutors:\n- name: emissary\n  selector: {matchLabels: {a: b}}\n",
-			[]string{`containerRuntimeExecutors[0].name: unknown executor "emissary"`}},
+		{"selector backend", "containerRuntimeExecutors:\n- name: emisary\n  selector: {matchLabels: {a: b}}\n",
+			[]string{`containerRuntimeExecutors[0].name: unknown executor "emisary" (want docker, k8sapi or kubelet)`}},
+		{"default is Argo's emissary", "containerRuntimeExecutor: emissary\n",
+			[]string{`containerRuntimeExecutor: executor "emissary" is Argo's, not implemented by argoexec (it implements docker, k8sapi or kubelet)`}},
 		{"selector without name", "containerRuntimeExecutors:\n- selector: {matchLabels: {a: b}}\n",
 			[]string{`containerRuntimeExecutors[0].name: unknown executor ""`}},
 		{"empty selector", "containerRuntimeExecutors:\n- name: docker\n  selector: {matchLabels: {a: b}}\n- name: kubelet\n  selector: {}\n",
@@ -245,7 +247,7 @@ func TestFromConfigMap(t *testing.T) {
 		{name: "unknown field in a per-key value", data: map[string]string{"executor": "imag: x\n"},
 			wantErr: []string{`unknown field "executor.imag"`}},
 		{name: "invalid per-key value", data: map[string]string{"containerRuntimeExecutor": "emissary"},
-			wantErr: []string{`containerRuntimeExecutor: unknown executor "emissary"`}},
+			wantErr: []string{`containerRuntimeExecutor: executor "emissary" is Argo's, not implemented`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := FromConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wcc", Namespace: "argo"}, Data: tc.data}, testBackends())
@@ -320,6 +322,12 @@ containerRuntimeExecutors:
   selector:
     matchExpressions:
     - {key: tier, operator: Exists}
+- name: emissary
+  selector:
+    matchLabels: {runtime: emissary}
+- name: pns
+  selector:
+    matchLabels: {runtime: pns}
 `), testBackends())
 	if err != nil {
 		t.Fatal(err)
@@ -338,8 +346,14 @@ containerRuntimeExecutors:
 		{"third selector", map[string]string{"tier": "slow"}, "docker", ""},
 		{"label beats selectors", map[string]string{workflow.LabelContainerRuntimeExecutor: "k8sapi", "runtime": "docker"}, "k8sapi", ""},
 		{"label picks kubelet", map[string]string{workflow.LabelContainerRuntimeExecutor: "kubelet"}, "kubelet", ""},
-		{"bad label", map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}, "",
-			`label workflows.argoproj.io/container-runtime-executor: unknown executor "pns" (want docker, k8sapi or kubelet)`},
+		{"bad label", map[string]string{workflow.LabelContainerRuntimeExecutor: "dokcer"}, "",
+			`label workflows.argoproj.io/container-runtime-executor: unknown executor "dokcer" (want docker, k8sapi or kubelet)`},
+		{"label picks Argo's pns", map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}, "",
+			`label workflows.argoproj.io/container-runtime-executor: executor "pns" is Argo's, not implemented by argoexec (it implements docker, k8sapi or kubelet)`},
+		{"selector picks Argo's emissary", map[string]string{"runtime": "emissary"}, "",
+			`containerRuntimeExecutors[3] (its selector matches the workflow's labels): executor "emissary" is Argo's, not implemented by argoexec`},
+		{"selector picks Argo's pns", map[string]string{"runtime": "pns"}, "",
+			`containerRuntimeExecutors[4] (its selector matches the workflow's labels): executor "pns" is Argo's`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := cfg.Select(tc.labels, testBackends())
@@ -393,4 +407,25 @@ func jsonNames(prefix string, t reflect.Type) []string {
 		names = append(names, prefix+name)
 	}
 	return names
+}
+
+// TestArgoQuickStartConfigMap: Argo v3.3.8's quick-start ConfigMap
+// (manifests/quick-start/base/overlays/workflow-controller-configmap.yaml,
+// copied unchanged) loads: its containerRuntimeExecutors name emissary and
+// pns, which are refused only for a workflow they pick; every other
+// workflow gets the default backend.
+func TestArgoQuickStartConfigMap(t *testing.T) {
+	c, err := LoadFile("testdata/argo-v3.3.8-quick-start-configmap.yaml", testBackends())
+	if err != nil {
+		t.Fatalf("Argo's quick-start ConfigMap: %v", err)
+	}
+	if got, err := c.Select(map[string]string{"app": "x"}, testBackends()); err != nil || got != workflow.ExecutorK8sAPI {
+		t.Errorf("Select(no executor label) = %q, %v; want k8sapi", got, err)
+	}
+	for _, name := range []string{"emissary", "pns"} {
+		_, err := c.Select(map[string]string{workflow.LabelContainerRuntimeExecutor: name}, testBackends())
+		if err == nil || !strings.Contains(err.Error(), `executor "`+name+`" is Argo's, not implemented by argoexec`) {
+			t.Errorf("Select(label %s) error = %v, want it refused naming it", name, err)
+		}
+	}
 }

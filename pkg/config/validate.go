@@ -55,6 +55,9 @@ func checkExecutorName(key, name string, backends []Backend) error {
 	if slices.Contains(names, name) {
 		return nil
 	}
+	if slices.Contains(argoOnlyExecutors(backends), name) {
+		return fmt.Errorf("%s: %w", key, errArgoOnlyExecutor(name, backends))
+	}
 	return fmt.Errorf("%s: unknown executor %q (want %s)", key, name, OneOf(names))
 }
 
@@ -79,8 +82,40 @@ func OneOf(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// argoOnlyExecutors are Argo v3.3's executors that none of backends
+// implements. A containerRuntimeExecutors entry may name one (Argo's
+// quick-start ConfigMap lists emissary and pns), and it is refused only for
+// a workflow it picks.
+func argoOnlyExecutors(backends []Backend) []string {
+	names := BackendNames(backends)
+	var out []string
+	for _, n := range []string{"emissary", "pns"} {
+		if !slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// errArgoOnlyExecutor says that name is one of Argo's executors that
+// argoexec does not implement, and which it does.
+func errArgoOnlyExecutor(name string, backends []Backend) error {
+	return fmt.Errorf("executor %q is Argo's, not implemented by argoexec (it implements %s): pick one of those with the label %s or containerRuntimeExecutor, or run this workflow with Argo's own executor image",
+		name, OneOf(BackendNames(backends)), workflow.LabelContainerRuntimeExecutor)
+}
+
+// checkSelectorName accepts what checkExecutorName does and Argo's
+// executors that argoexec does not implement (Select refuses those when
+// they pick a workflow's backend).
+func checkSelectorName(key, name string, backends []Backend) error {
+	if slices.Contains(argoOnlyExecutors(backends), name) {
+		return nil
+	}
+	return checkExecutorName(key, name, backends)
+}
+
 func checkSelector(key string, s ExecutorSelector, backends []Backend) []error {
-	errs := []error{checkExecutorName(key+".name", s.Name, backends)}
+	errs := []error{checkSelectorName(key+".name", s.Name, backends)}
 	if len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0 {
 		errs = append(errs, fmt.Errorf("%s.selector: empty selector matches every workflow; set containerRuntimeExecutor instead", key))
 	} else if _, err := metav1.LabelSelectorAsSelector(&s.Selector); err != nil {

@@ -627,7 +627,7 @@ func TestBuildErrors(t *testing.T) {
 		{"no pod name", "container: {image: a}\n", podspec.Meta{}, "pod name is empty"},
 		{"bad pod name", "container: {image: a}\n", podspec.Meta{PodName: "Bad_Name"}, `pod name "Bad_Name"`},
 		{"bad workflow name", "container: {image: a}\n", podspec.Meta{PodName: "p", WorkflowName: "a b"}, `workflow name "a b"`},
-		{"bad executor label", "container: {image: a}\n", podspec.Meta{PodName: "p", WorkflowLabels: map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}}, `unknown executor "pns"`},
+		{"bad executor label", "container: {image: a}\n", podspec.Meta{PodName: "p", WorkflowLabels: map[string]string{workflow.LabelContainerRuntimeExecutor: "pns"}}, `executor "pns" is Argo's, not implemented by argoexec`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl, err := workflow.DecodeTemplate([]byte(tc.template))

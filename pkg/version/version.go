@@ -1,5 +1,8 @@
-// Package version holds the build's version, set at link time with
-// -ldflags "-X github.com/argoexec/argoexec/pkg/version.Version=...".
+// Package version describes the build: its semantic version and commit,
+// stamped at link time by hack/build.sh, and the Go toolchain that built it.
+//
+//	go build -ldflags "-X github.com/argoexec/argoexec/pkg/version.Version=v0.1.0 \
+//	  -X github.com/argoexec/argoexec/pkg/version.Commit=$(git rev-parse HEAD)"
 package version
 
 import (
@@ -8,20 +11,77 @@ import (
 	"runtime/debug"
 )
 
-// Version is the release or git description of this build; "dev" when not
-// set by the linker.
-var Version = "dev"
+// Version is the semantic version of this build (hack/version.sh: the git
+// tag, or the VERSION file with a -dev suffix), set by the linker. Unstamped
+// builds (go build, go test) say DevVersion.
+var Version = DevVersion
 
-// String describes the build: version, Go version, platform and VCS revision
-// when the build recorded one.
-func String() string {
-	rev := ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				rev = " " + s.Value
-			}
+// Commit is the git commit this build was made from, set by the linker;
+// when unset, the VCS revision Go recorded, if any.
+var Commit = ""
+
+// DevVersion is Version in a build the linker did not stamp.
+const DevVersion = "v0.0.0-dev"
+
+// Info is what a build says about itself.
+type Info struct {
+	// Version is the semantic version, e.g. v0.1.0 or v0.1.0-dev.gcf69768.
+	Version string
+	// Commit is the git commit, "unknown" when neither the linker nor Go recorded one.
+	Commit string
+	// GoVersion is the Go toolchain, e.g. go1.26.0.
+	GoVersion string
+	// Platform is GOOS/GOARCH.
+	Platform string
+}
+
+// Get returns this build's Info.
+func Get() Info {
+	return info(Version, Commit, debug.ReadBuildInfo)
+}
+
+func info(v, commit string, readBuildInfo func() (*debug.BuildInfo, bool)) Info {
+	if commit == "" {
+		commit = vcsRevision(readBuildInfo)
+	}
+	if v == "" {
+		v = DevVersion
+	}
+	return Info{Version: v, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// vcsRevision is the revision go build recorded (-buildvcs), with
+// "-dirty" for a modified tree, or "unknown".
+func vcsRevision(readBuildInfo func() (*debug.BuildInfo, bool)) string {
+	bi, ok := readBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
 	}
-	return fmt.Sprintf("%s%s %s %s/%s", Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	switch {
+	case rev == "":
+		return "unknown"
+	case dirty:
+		return rev + "-dirty"
+	}
+	return rev
+}
+
+// String is the one line `NAME version` and `NAME --version` print:
+// "v0.1.0 (commit cf69768..., go1.26.0, linux/amd64)".
+func (i Info) String() string {
+	return fmt.Sprintf("%s (commit %s, %s, %s)", i.Version, i.Commit, i.GoVersion, i.Platform)
+}
+
+// Fields are the log fields of the first line init and wait log.
+func (i Info) Fields() map[string]any {
+	return map[string]any{"version": i.Version, "commit": i.Commit, "go": i.GoVersion}
 }

@@ -232,16 +232,6 @@ func TestHelpListsCommands(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	var out bytes.Buffer
-	if err := Run(context.Background(), []string{"version"}, IO{Out: &out, Err: &out, Getenv: envOf(nil)}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(out.String(), "argoexec dev ") {
-		t.Errorf("version printed %q", out.String())
-	}
-}
-
 func TestInitNeedsNoBackendSettings(t *testing.T) {
 	ran := false
 	env := with(baseEnv(), wf.EnvContainerRuntimeExecutor, "kubelet")

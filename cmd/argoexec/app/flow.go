@@ -6,6 +6,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/argoexec/argoexec/pkg/version"
 )
 
 // flowOptions are what init and wait share: the pod, the backend settings,
@@ -26,6 +28,8 @@ func (o *flowOptions) complete(cmdName string, g *globalOptions, stdio IO) error
 		return err
 	}
 	o.Log = l.WithFields(logrus.Fields{"cmd": cmdName, "pod": o.Pod.Namespace + "/" + o.Pod.Name, "executor": o.Backend.Executor, "protocol": o.Protocol.Name()})
+	// The first line of every step's log, as Argo's argoexec logs its own.
+	o.Log.WithFields(version.Get().Fields()).Info("argoexec " + cmdName)
 	return nil
 }
 

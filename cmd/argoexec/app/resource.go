@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -9,6 +11,18 @@ import (
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
+
+// resourceActions are the ACTIONs of `argoexec resource` (executor/resource's
+// Actions; not imported, to keep its libraries out of argoexec).
+var resourceActions = []string{"get", "create", "apply", "delete", "replace", "patch"}
+
+// resourceArgs wants exactly one ACTION and names them when it is missing.
+func resourceArgs(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("argoexec resource takes one ACTION, got %d arguments: want one of %s (Argo's controller passes the template's resource.action)", len(args), strings.Join(resourceActions, ", "))
+	}
+	return nil
+}
 
 // EnvResourceStateCheckInterval is Argo's tunable for how often a resource
 // template's object is read when it cannot be watched (default 5s).
@@ -80,6 +94,6 @@ func (o *ResourceOptions) Validate() error { return o.validate("resource") }
 
 func newResourceCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *ResourceOptions) error) *cobra.Command {
 	o := &ResourceOptions{}
-	return newStepCmd("resource ACTION", "Run a resource template: get, create, apply, delete, replace or patch its manifest, wait on its conditions, report its outputs", cobra.ExactArgs(1), o.addFlags,
+	return newStepCmd("resource ACTION", "Run a resource template: get, create, apply, delete, replace or patch its manifest, wait on its conditions, report its outputs", resourceArgs, o.addFlags,
 		func(args []string) error { return o.Complete(g, stdio, args) }, o.Validate, func() error { return runF(ctx, o) })
 }

@@ -58,7 +58,7 @@ func TestResourceOptions(t *testing.T) {
 		},
 		{name: "bad interval", args: []string{"resource", "get"}, env: with(argoResourceEnv(), EnvResourceStateCheckInterval, "soon"),
 			wantErr: `RESOURCE_STATE_CHECK_INTERVAL="soon" is not a positive duration`},
-		{name: "no action", args: []string{"resource"}, env: argoResourceEnv(), wantErr: "accepts 1 arg(s), received 0"},
+		{name: "no action", args: []string{"resource"}, env: argoResourceEnv(), wantErr: "takes one ACTION, got 0 arguments: want one of get, create"},
 		{name: "no node ID", args: []string{"resource", "get"}, env: with(argoResourceEnv(), wf.EnvArgoNodeID, "<unset>"),
 			wantErr: "argoexec resource: ARGO_NODE_ID is not set"},
 		{name: "no pod", args: []string{"resource", "get"}, env: with(argoResourceEnv(), wf.EnvPodName, "<unset>"),

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/argoexec/argoexec/pkg/cli"
+	"github.com/argoexec/argoexec/pkg/version"
 )
 
 // IO is the process's environment as the commands see it, injected so that
@@ -119,9 +120,11 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "argoexec",
 		Short:         "Workflow executor: stages inputs (init) and collects outputs (wait) in a workflow pod",
+		Version:       version.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.SetVersionTemplate(versionTemplate)
 	g.addFlags(root.PersistentFlags())
 	root.AddCommand(
 		newWaitCmd(ctx, g, stdio, r.wait),

@@ -49,7 +49,7 @@ type RenderOptions struct {
 }
 
 func (o *RenderOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.TemplateFile, "template", "", "template file, YAML or JSON (required)")
+	fs.StringVar(&o.TemplateFile, "template", "", "template file, YAML or JSON (required); an Argo Workflow gives its entrypoint template")
 	fs.StringVar(&o.ConfigMapFile, "configmap", "", "workflow-controller-configmap manifest, or the bare config YAML (required)")
 	fs.StringArrayVar(&o.Labels, "label", nil, "workflow label key=value (repeatable); picks the executor by label or selector")
 	fs.StringArrayVarP(&o.Params, "param", "p", nil, "input parameter name=value (repeatable); overrides the template's value")
@@ -100,6 +100,21 @@ func (o *RenderOptions) load(log *logrus.Entry) error {
 	if err != nil {
 		return usageErrorf("read template: %w", err)
 	}
+	tmpl, wfLabels, wfName, isWorkflow, err := fromWorkflow(data)
+	if err != nil {
+		return usageErrorf("%s: %w", o.TemplateFile, err)
+	}
+	if isWorkflow {
+		// An Argo Workflow: its entrypoint template, under its labels
+		// (a --label wins), which may pick the executor.
+		data = tmpl
+		for k, v := range wfLabels {
+			if _, set := o.labels[k]; !set {
+				o.labels[k] = v
+			}
+		}
+		log.WithField("workflow", wfName).Info("template: the Workflow's entrypoint template")
+	}
 	if o.template, err = workflow.DecodeTemplate(data); err != nil {
 		return usageErrorf("%s: %w", o.TemplateFile, err)
 	}
@@ -138,6 +153,9 @@ func (o *RenderOptions) build(name string) (*corev1.Pod, error) {
 	})
 	if err != nil {
 		return nil, &UsageError{Err: err}
+	}
+	if err := checkRunnable(o.Namespace, o.template, o.config, pod); err != nil {
+		return nil, err
 	}
 	return pod, nil
 }
