@@ -30,6 +30,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/kubelet"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -409,4 +412,53 @@ func TestDefectConfigErrorCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// debianImage is a Debian bookworm image whose /bin/sh is dash: one of the
+// names hack/images.sh gives the rootfs it builds for Argo's examples
+// (ARGO_EXAMPLE_TAGS), imported into containerd by hack/argo.sh.
+const debianImage = "docker.io/library/debian:latest"
+
+// onImage sets every container of pod to image.
+func onImage(pod *corev1.Pod, image string) *corev1.Pod {
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Image = image
+	}
+	return pod
+}
+
+// TestDefect25KillDebian (issue 25 item 0): the conformance suite's Kill
+// cases on a Debian image, where Kill's commands run in dash. Before the
+// fix, `kill -s KILL -1` was refused by dash ("Illegal option -1") and the
+// refusal hidden, so a PID 1 that exits once its child is SIGKILLed was
+// left running and reported as a PID 1 that cannot be SIGKILLed.
+func TestDefect25KillDebian(t *testing.T) {
+	t.Run(wf.ExecutorK8sAPI, func(t *testing.T) {
+		t.Parallel()
+		executortest.RunKillConformance(t, executortest.Env{
+			Backend: "k8sapi",
+			Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
+				f := framework.New(t)
+				kubeconfig := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
+				return k8sapiStarted(t, f, kubeconfig, onImage(scriptPod(f, "kill-debian", cs), debianImage))
+			},
+		})
+	})
+	t.Run(wf.ExecutorKubelet, func(t *testing.T) {
+		t.Parallel()
+		executortest.RunKillConformance(t, executortest.Env{
+			Backend: "kubelet",
+			Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
+				f := framework.New(t)
+				token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
+				pod := onImage(scriptPod(f, "kill-debian", cs), debianImage)
+				kubeletStartPod(t, f, pod)
+				x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
+				if err != nil {
+					t.Fatalf("kubelet.New: %v", err)
+				}
+				return x
+			},
+		})
+	})
 }
