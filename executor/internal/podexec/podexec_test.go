@@ -302,7 +302,7 @@ func TestKill(t *testing.T) {
 		wantCalls []string // kill commands, waitExit sessions left out
 		wantErrs  []string
 		wantIs    error
-		wantNot   error // an error the result must not wrap
+		wantNot   error         // an error the result must not wrap
 		minTime   time.Duration // on the fake clock
 		// clock: Kill must wait out grace (and settle) on the clock, which
 		// the test then steps; without, Kill must not need it.
