@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -221,12 +222,28 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 		max           int
 		wantResult    *string
 		wantTruncated bool
+		wantDropped   int64
+		wantReplaced  *wf.ResultReplacement
+		wantLog       []string // in wait's log
 	}{
 		{name: "short output whole, one trailing newline stripped", tmpl: scriptTemplate(), log: "a\n42\n\n", max: 100, wantResult: ptr("a\n42\n")},
 		{name: "long output keeps the last bytes (the answer is printed last)", tmpl: scriptTemplate(),
-			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 93) + "answer"), wantTruncated: true},
-		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true},
-		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true},
+			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 94) + "answer"), wantTruncated: true, wantDropped: 206,
+			wantLog: []string{"is 306 bytes", "keeps the last 100 and drops the first 206"}},
+		// Argo strips the newline, then keeps the last 256 KiB: a result
+		// over the limit is exactly the limit, and the log says so.
+		{name: "over the limit: newline stripped first, then the limit kept (Argo)", tmpl: scriptTemplate(),
+			log: strings.Repeat("y", 150) + "\n", max: 100, wantResult: ptr(strings.Repeat("y", 100)), wantTruncated: true, wantDropped: 50,
+			wantLog: []string{"keeps the last 100 and drops the first 50"}},
+		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true, wantDropped: 475},
+		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true, wantDropped: 176},
+		{name: "bytes that are not UTF-8 are counted, with the first offset", tmpl: scriptTemplate(),
+			log: "ok \xff\xfe then é and \x80\n", max: 100, wantResult: ptr("ok \xff\xfe then é and \x80"),
+			wantReplaced: &wf.ResultReplacement{Bytes: 3, FirstOffset: 3},
+			wantLog:      []string{"3 bytes that are not UTF-8", "offset 3 of main's output", "U+FFFD"}},
+		{name: "the offset of a bad byte counts what the cut dropped", tmpl: scriptTemplate(),
+			log: strings.Repeat("z", 200) + "ab\xffc\n", max: 10, wantResult: ptr(strings.Repeat("z", 6) + "ab\xffc"), wantTruncated: true, wantDropped: 194,
+			wantReplaced: &wf.ResultReplacement{Bytes: 1, FirstOffset: 202}},
 		{name: "a container template has no result by default", tmpl: &wf.Template{Container: &corev1.Container{}}, log: "x", max: 100},
 		{name: "the protocol asks for a container's stdout (Argo)", tmpl: &wf.Template{Container: &corev1.Container{}},
 			protocol: executor.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},
@@ -239,13 +256,29 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 				return io.NopCloser(iotest.OneByteReader(strings.NewReader(tt.log))), nil
 			}}
 			rep := &recorder{}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, testLog())
+			log, hook := logtest.NewNullLogger()
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			got := rep.got.Result
 			if (got == nil) != (tt.wantResult == nil) || got != nil && *got != *tt.wantResult || rep.got.ResultTruncated != tt.wantTruncated {
 				t.Errorf("result = %q truncated=%v; want %q truncated=%v", deref(got), rep.got.ResultTruncated, deref(tt.wantResult), tt.wantTruncated)
+			}
+			if rep.got.ResultDroppedBytes != tt.wantDropped {
+				t.Errorf("resultDroppedBytes = %d, want %d", rep.got.ResultDroppedBytes, tt.wantDropped)
+			}
+			if !reflect.DeepEqual(rep.got.ResultReplaced, tt.wantReplaced) {
+				t.Errorf("resultReplaced = %+v, want %+v", rep.got.ResultReplaced, tt.wantReplaced)
+			}
+			var logged strings.Builder
+			for _, e := range hook.AllEntries() {
+				logged.WriteString(e.Message + "\n")
+			}
+			for _, w := range tt.wantLog {
+				if !strings.Contains(logged.String(), w) {
+					t.Errorf("wait's log does not say %q:\n%s", w, logged.String())
+				}
 			}
 		})
 	}

@@ -462,3 +462,54 @@ func TestDefect25KillDebian(t *testing.T) {
 		})
 	})
 }
+
+// Issue 25 items 1 and 6a: a result over 256 KiB keeps exactly 262,144
+// bytes, as Argo's (the newline stripped first), and two bytes that are
+// not UTF-8 near its end are reported as replaced, with their offset.
+const (
+	replacedScript = `yes 'abcdefghijklmnopqrstuvwxyz0123456789' | head -c 300000; printf 'end\377\376tail\n'`
+	replacedTotal  = 300000 + len("end") + 2 + len("tail") // newline stripped
+	replacedFirst  = 300000 + len("end")
+)
+
+// TestDefect25Result runs replacedScript as a script on the backends whose
+// pods run on this kubelet (our controller: the outputs annotation).
+func TestDefect25Result(t *testing.T) {
+	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			e := newWfEnv(t, backend)
+			tmpl := &wf.Template{Name: "replaced", Script: &wf.ScriptTemplate{
+				Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
+				Source:    replacedScript,
+			}}
+			r := e.run(t, "replaced", tmpl, nil, false)
+			if r.pod.Status.Phase != corev1.PodSucceeded {
+				t.Errorf("phase %s, want Succeeded (replaced bytes are said, not fatal)", r.pod.Status.Phase)
+			}
+			if r.outputs == nil || r.outputs.Result == nil {
+				t.Fatalf("no result; wait log:\n%s", tail(r.waitLog, 2000))
+			}
+			res := *r.outputs.Result
+			// The JSON decode turned each replaced byte into U+FFFD (3
+			// bytes). wait keeps 262,144 bytes (its log says so); the
+			// annotation's budget may cut more, and the outputs say how much.
+			kept := len(res) - 2*2
+			if !strings.HasSuffix(res, "end\uFFFD\uFFFDtail") {
+				t.Errorf("result ends %q", res[max(0, len(res)-20):])
+			}
+			want := &wf.ResultReplacement{Bytes: 2, FirstOffset: int64(replacedFirst)}
+			if got := r.outputs.ResultReplaced; got == nil || *got != *want {
+				t.Errorf("resultReplaced = %+v, want %+v", got, want)
+			}
+			if d := r.outputs.ResultDroppedBytes; d+int64(kept) != int64(replacedTotal) {
+				t.Errorf("resultDroppedBytes %d + %d kept = %d, want %d", d, kept, d+int64(kept), replacedTotal)
+			}
+			for _, w := range []string{"keeps the last 262144", "2 bytes that are not UTF-8", "offset 300003"} {
+				if !strings.Contains(r.waitLog, w) {
+					t.Errorf("wait's log does not say %q", w)
+				}
+			}
+		})
+	}
+}
