@@ -448,6 +448,52 @@ func TestWaitLegacySidecarsAreKilled(t *testing.T) {
 	}
 }
 
+// TestWaitLegacySidecarSurvivorUnderArgo: under Argo's protocol a sidecar
+// that survives its stop is a warning naming it (Argo's controller then
+// runs the pod's kill-cmd annotation, and Argo's argoexec exits 0); any
+// other failure to stop one still fails the step.
+func TestWaitLegacySidecarSurvivorUnderArgo(t *testing.T) {
+	survived := fmt.Errorf("container %q: %w", "sidecar-b", executor.ErrPID1Survived)
+	other := errors.New(`signal container "sidecar-a": exec refused`)
+	for _, tt := range []struct {
+		name     string
+		killErr  error
+		wantErr  string // "" means no error
+		wantWarn bool
+	}{
+		{name: "survivor only: a warning", killErr: survived, wantWarn: true},
+		{name: "survivor and another failure: the other fails the step", killErr: errors.Join(other, survived), wantErr: "exec refused", wantWarn: true},
+		{name: "another failure alone fails the step", killErr: other, wantErr: "exec refused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &executortest.Fake{
+				ListContainerNamesFunc: func(context.Context) ([]string, error) { return []string{"main", "wait", "sidecar-a", "sidecar-b"}, nil },
+				KillFunc:               func(context.Context, []string, time.Duration) error { return tt.killErr },
+			}
+			log, hook := logtest.NewNullLogger()
+			tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, SidecarMode: wf.SidecarModeLegacy,
+				Protocol: executor.Protocol{Name: "argo-v3.3", SidecarSurvivorsWarn: true}}, fake, nil, &recorder{}, logrus.NewEntry(log))
+			err := we.Wait(context.Background())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Wait = %v, want error %q", err, tt.wantErr)
+			}
+			if err != nil && errors.Is(err, executor.ErrPID1Survived) {
+				t.Errorf("Wait = %v; the survivor must be a warning, not the error", err)
+			}
+			warned := false
+			for _, e := range hook.AllEntries() {
+				if e.Level == logrus.WarnLevel && strings.Contains(fmt.Sprint(e.Data[logrus.ErrorKey]), `"sidecar-b"`) && strings.Contains(e.Message, "kill-cmd") {
+					warned = true
+				}
+			}
+			if warned != tt.wantWarn {
+				t.Errorf("warning naming sidecar-b logged = %v, want %v", warned, tt.wantWarn)
+			}
+		})
+	}
+}
+
 func TestWaitDeadlineStopsMainAndSaves(t *testing.T) {
 	deadline := int64(1)
 	tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}, ActiveDeadlineSeconds: &deadline}

@@ -115,7 +115,7 @@ func (o *commonOptions) protocolParts(tmpl *wf.Template, restCfg *rest.Config, l
 	include := o.Argo.IncludeScriptOutput && (tmpl.Container != nil || tmpl.Script != nil)
 	p.cfg.Protocol = executor.Protocol{
 		Name: protocolArgo, InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,
-		SignalStopsMain: true, Deadline: o.Argo.Deadline,
+		SignalStopsMain: true, SidecarSurvivorsWarn: true, Deadline: o.Argo.Deadline,
 	}
 	p.cfg.ScriptPath = wf.ArgoStagingScript
 	p.cfg.InputArtifacts = wf.ArgoInputArtifactsPath
