@@ -4,17 +4,23 @@ import (
 	"context"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/docker"
 	"github.com/argoexec/argoexec/executor/k8sapi"
 	"github.com/argoexec/argoexec/executor/kubelet"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 )
 
 // newBackend builds the backend the options name. This is the only place
-// that imports backends.
-func newBackend(_ context.Context, o *commonOptions, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+// that imports backends. restCfg reaches the API server (nil when wait has
+// no credentials): the docker backend reads the pod's status through it to
+// cross-check the engine's wait.
+func newBackend(_ context.Context, o *commonOptions, restCfg *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
 	b := o.Backend
 	switch b.Executor {
 	case wf.ExecutorK8sAPI:
@@ -25,7 +31,18 @@ func newBackend(_ context.Context, o *commonOptions, log *logrus.Entry) (executo
 			Namespace: o.Pod.Namespace, PodName: o.Pod.Name,
 		}, log)
 	case wf.ExecutorDocker:
-		return docker.New(docker.Config{SockPath: b.DockerSockPath, Namespace: o.Pod.Namespace, PodName: o.Pod.Name, PodUID: o.Pod.UID}, log)
+		cfg := docker.Config{SockPath: b.DockerSockPath, Namespace: o.Pod.Namespace, PodName: o.Pod.Name, PodUID: o.Pod.UID}
+		if restCfg != nil {
+			client, err := kubeclient.New(restCfg)
+			if err != nil {
+				return nil, err
+			}
+			pods, name := client.Pods(o.Pod.Namespace), o.Pod.Name
+			cfg.PodStatus = func(ctx context.Context) (*corev1.Pod, error) {
+				return pods.Get(ctx, name, metav1.GetOptions{})
+			}
+		}
+		return docker.New(cfg, log)
 	}
 	return nil, usageErrorf("%s=%q is not an executor", wf.EnvContainerRuntimeExecutor, b.Executor)
 }

@@ -76,7 +76,7 @@ func newFlow(ctx context.Context, o *commonOptions, log *logrus.Entry, forWait b
 	if !forWait {
 		return executor.NewWorkflowExecutor(parts.cfg, nil, parts.store, nil, log), none, nil
 	}
-	runtime, err := newBackend(ctx, o, log)
+	runtime, err := newBackend(ctx, o, restCfg, log)
 	if err != nil {
 		return nil, none, err
 	}
