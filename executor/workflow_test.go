@@ -467,8 +467,10 @@ func TestWaitLegacySidecarSurvivorUnderArgo(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := &executortest.Fake{
-				ListContainerNamesFunc: func(context.Context) ([]string, error) { return []string{"main", "wait", "sidecar-a", "sidecar-b"}, nil },
-				KillFunc:               func(context.Context, []string, time.Duration) error { return tt.killErr },
+				ListContainerNamesFunc: func(context.Context) ([]string, error) {
+					return []string{"main", "wait", "sidecar-a", "sidecar-b"}, nil
+				},
+				KillFunc: func(context.Context, []string, time.Duration) error { return tt.killErr },
 			}
 			log, hook := logtest.NewNullLogger()
 			tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}}
