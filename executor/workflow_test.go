@@ -297,15 +297,27 @@ func deref(s *string) string {
 // (kill -15 $(pidof argoexec)), so wait stops main and saves; its
 // ARGO_DEADLINE bounds main like activeDeadlineSeconds.
 func TestWaitStopRequest(t *testing.T) {
+	sixty := int64(60)
 	tests := []struct {
 		name     string
 		protocol executor.Protocol
+		deadline *int64        // the template's activeDeadlineSeconds
+		after    time.Duration // on the clock, before the signal
 		cancel   bool
 		wantErr  string
+		wantNot  string
 		wantKill bool
 	}{
 		{name: "Argo's stop command stops main, then saves", protocol: executor.Protocol{SignalStopsMain: true}, cancel: true,
-			wantErr: "stopped by the controller", wantKill: true},
+			wantErr: "sent by the controller to stop the step, or by the kubelet stopping the pod", wantKill: true},
+		// The kubelet enforces the pod's activeDeadlineSeconds with SIGTERM:
+		// the message must not blame the controller.
+		{name: "a signal when the pod's deadline runs out names the kubelet", protocol: executor.Protocol{SignalStopsMain: true},
+			deadline: &sixty, after: 59 * time.Second, cancel: true, wantKill: true,
+			wantErr: "when the pod's activeDeadlineSeconds (60s, from the template) ran out: most likely the kubelet", wantNot: "stopped by the controller"},
+		{name: "a signal well before the pod's deadline names both senders", protocol: executor.Protocol{SignalStopsMain: true},
+			deadline: &sixty, after: 5 * time.Second, cancel: true, wantKill: true,
+			wantErr: "or by the kubelet stopping the pod", wantNot: "most likely"},
 		{name: "our SIGTERM leaves main to the kubelet", cancel: true, wantErr: "interrupted"},
 		{name: "Argo's deadline stops main", protocol: executor.Protocol{Deadline: time.Now().Add(50 * time.Millisecond)},
 			wantErr: "main exceeded the workflow's deadline", wantKill: true},
@@ -315,8 +327,10 @@ func TestWaitStopRequest(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			killed := false
+			clk := clocktesting.NewFakeClock(time.Now())
 			fake := &executortest.Fake{
 				WaitFunc: func(wctx context.Context, _ []string) error {
+					clk.Step(tt.after)
 					if tt.cancel {
 						cancel()
 					}
@@ -329,10 +343,14 @@ func TestWaitStopRequest(t *testing.T) {
 				},
 			}
 			rep := &recorder{}
-			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}, Protocol: tt.protocol}, fake, nil, rep, testLog())
+			tmpl := &wf.Template{Container: &corev1.Container{}, ActiveDeadlineSeconds: tt.deadline}
+			we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Protocol: tt.protocol, Clock: clk}, fake, nil, rep, testLog())
 			err := we.Wait(ctx)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if err != nil && tt.wantNot != "" && strings.Contains(err.Error(), tt.wantNot) {
+				t.Errorf("err = %v; it must not say %q", err, tt.wantNot)
 			}
 			if killed != tt.wantKill {
 				t.Errorf("main killed = %v, want %v", killed, tt.wantKill)
