@@ -19,12 +19,15 @@ import (
 var (
 	termPID1 = []string{"sh", "-c", "kill -s TERM 1"}
 	// kill -1 signals every process the caller may signal except PID 1 and
-	// itself. The "--" is needed: dash (Debian's and Ubuntu's /bin/sh)
-	// reads "-1" after "-s KILL" as an option and refuses it ("Illegal
-	// option -1"); busybox and bash accept both spellings. When there is no
-	// other process the builtin fails with "No such process" (ESRCH), which
-	// signal treats as nothing left to kill (nothingToKill).
-	killOthers = []string{"sh", "-c", "kill -s KILL -- -1"}
+	// itself. The spelling matters: dash (Debian's and Ubuntu's /bin/sh)
+	// reads the "-1" of "kill -s KILL -1" as an option and refuses it
+	// ("Illegal option -1"), and busybox sh refuses "kill -s KILL -- -1"
+	// ("invalid number '--'", exit 1, though it signals); "kill -KILL -1"
+	// works in dash, busybox sh and bash (TestKillCommandsUnderShells).
+	// When there is no other process the builtin fails with "No such
+	// process" (ESRCH), which signal treats as nothing left to kill
+	// (nothingToKill).
+	killOthers = []string{"sh", "-c", "kill -KILL -1"}
 )
 
 // nothingToKill says that err is killOthers failing only because no process
@@ -64,7 +67,7 @@ func CheckKillable(backend string, spec *corev1.PodSpec) error {
 //  3. Kill follows the status, racing exec sessions as Wait does, up to
 //     grace for them to terminate; those sessions have ended before step 4;
 //  4. in each container still running, every process but PID 1 gets SIGKILL
-//     (`kill -s KILL -- -1`): the kernel drops a SIGKILL sent to a PID
+//     (`kill -KILL -1`): the kernel drops a SIGKILL sent to a PID
 //     namespace's init from inside that namespace, so PID 1 itself cannot be
 //     forced;
 //  5. after Config.KillSettle, a container whose PID 1 still runs is an error

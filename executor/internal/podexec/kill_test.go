@@ -11,8 +11,8 @@ import (
 )
 
 // TestKillCommandsUnderShells runs Kill's shell commands under the shells
-// images have as /bin/sh: dash (Debian, Ubuntu) and busybox (Alpine,
-// busybox), each as a process that is not PID 1 beside a PID 1 shell and a
+// images have as /bin/sh: dash (Debian, Ubuntu), busybox (Alpine, busybox)
+// and bash (Fedora, UBI), each as a process that is not PID 1 beside a PID 1 shell and a
 // child, as in a container. killOthers must kill the child and exit 0, and
 // with nothing left to kill it must fail in the way nothingToKill accepts.
 //
@@ -29,7 +29,7 @@ func TestKillCommandsUnderShells(t *testing.T) {
 	if err != nil {
 		t.Skip("unshare (util-linux) is not installed: cannot confine kill -1 to a new PID namespace")
 	}
-	shells := []struct{ name, bin string }{{"dash", "dash"}, {"busybox", "busybox"}}
+	shells := []struct{ name, bin string }{{"dash", "dash"}, {"busybox", "busybox"}, {"bash", "bash"}}
 	for _, sh := range shells {
 		t.Run(sh.name, func(t *testing.T) {
 			bin, err := exec.LookPath(sh.bin)

@@ -335,7 +335,7 @@ func TestKill(t *testing.T) {
 			onExec:  func(*fakePod, string, []string) error { return nil },
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -- -1",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`, "argo/wf-1", "native sidecar", "docker backend"},
 			wantIs:   executor.ErrPID1Survived,
@@ -354,7 +354,7 @@ func TestKill(t *testing.T) {
 			},
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -- -1",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			clock: true,
 		},
@@ -373,7 +373,7 @@ func TestKill(t *testing.T) {
 			},
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -- -1",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`, "Illegal option -1", "exited with code 2", "fault of argoexec's kill command"},
 			wantNot:  executor.ErrPID1Survived,
@@ -393,7 +393,7 @@ func TestKill(t *testing.T) {
 			},
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -- -1",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`, "PID 1"},
 			wantIs:   executor.ErrPID1Survived,
@@ -444,7 +444,7 @@ func TestKill(t *testing.T) {
 			wantCalls: []string{
 				"main: sh -c kill -s TERM 1",
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -- -1",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`},
 			wantIs:   executor.ErrPID1Survived,
