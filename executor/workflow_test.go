@@ -922,3 +922,31 @@ func progressLines(hook *logtest.Hook) int {
 	}
 	return n
 }
+
+// TestInitArtifactModes (issue 25 item 6b): an input file is 0644 unless
+// the artifact's mode says otherwise; mode applies as Argo's argoexec
+// applies it, to the path, and with recurseMode to all under it.
+func TestInitArtifactModes(t *testing.T) {
+	m0600, m0700 := int32(0o600), int32(0o700)
+	store := &memStore{objects: map[string][]byte{
+		"file.tgz": tgzOf(t, map[string]string{"f": "x"}),
+		"dir.tgz":  tgzOf(t, map[string]string{"d/a": "A"}),
+	}}
+	tmpl := scriptTemplate()
+	tmpl.Inputs.Artifacts = []wf.Artifact{
+		{Name: "plain", Path: "/in/plain", S3: &wf.S3Artifact{Key: "file.tgz"}},
+		{Name: "private", Path: "/in/private", Mode: &m0600, S3: &wf.S3Artifact{Key: "file.tgz"}},
+		{Name: "dir", Path: "/in/dir", Mode: &m0700, RecurseMode: true, S3: &wf.S3Artifact{Key: "dir.tgz"}},
+	}
+	inputs := t.TempDir()
+	we := executor.NewWorkflowExecutor(executor.WorkflowConfig{Template: tmpl, Repository: repo(), VarRunArgo: t.TempDir(), InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	if err := we.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]os.FileMode{"plain": 0o644, "private": 0o600, "dir": 0o700, "dir/a": 0o700} {
+		fi, err := os.Stat(filepath.Join(inputs, rel))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, %v; want %04o", rel, fi.Mode().Perm(), err, want)
+		}
+	}
+}
