@@ -124,6 +124,11 @@ type closedConnSink struct {
 	base logr.Logger
 }
 
+// Init implements logr.LogSink. The wrapped sink was initialised by the
+// logger it came from and is shared: initialising it again would race with
+// the sessions using it.
+func (closedConnSink) Init(logr.RuntimeInfo) {}
+
 // Error implements logr.LogSink.
 func (s closedConnSink) Error(err error, msg string, kv ...any) {
 	// The text too: some layers of the stream flatten the error.
