@@ -47,7 +47,7 @@ const (
 	// says it terminated.
 	DefaultStatusBound = 30 * time.Second
 	// DefaultStatusPoll is how often Wait reads the pod's status.
-	DefaultStatusPoll = 5 * time.Second
+	DefaultStatusPoll = 10 * time.Second
 	// DefaultFindTimeout bounds how long Wait looks for a container that
 	// does not exist yet, or has not started yet.
 	DefaultFindTimeout = 60 * time.Second
