@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/executor/backends"
+	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 )
 

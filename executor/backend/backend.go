@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -33,7 +34,9 @@ type Env struct {
 
 // Constructor builds the backend from the settings FromEnv read, logging
 // through log.
-type Constructor func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error)
+// restCfg reaches the API server with wait's credentials (nil when it has
+// none), for a backend that cross-checks with the pod's status.
+type Constructor func(restCfg *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error)
 
 // Registration is everything argoexec and workflow-controller know of one
 // backend.

@@ -1,15 +1,19 @@
 package docker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
+	"github.com/argoexec/argoexec/pkg/kubeclient"
 	"github.com/argoexec/argoexec/pkg/podspec"
 )
 
@@ -66,8 +70,19 @@ func (podShape) Shape(cfg *config.Config, p *corev1.Pod) error {
 	return nil
 }
 
-// fromEnv reads the socket's path from ARGO_DOCKER_SOCK_PATH.
+// fromEnv reads the socket's path from ARGO_DOCKER_SOCK_PATH. With API
+// credentials, Wait cross-checks the engine with the pod's status.
 func fromEnv(env backend.Env) (backend.Constructor, error) {
 	cfg := Config{SockPath: env.Getenv(workflow.EnvDockerSockPath), Namespace: env.Namespace, PodName: env.PodName, PodUID: env.PodUID}
-	return func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) { return New(cfg, log) }, nil
+	return func(restCfg *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+		if restCfg != nil {
+			client, err := kubeclient.New(restCfg)
+			if err != nil {
+				return nil, fmt.Errorf("docker: create the Kubernetes client that reads the pod's status: %w", err)
+			}
+			pods, name := client.Pods(cfg.Namespace), cfg.PodName
+			cfg.PodStatus = func(ctx context.Context) (*corev1.Pod, error) { return pods.Get(ctx, name, metav1.GetOptions{}) }
+		}
+		return New(cfg, log)
+	}, nil
 }

@@ -35,7 +35,7 @@ func TestFromEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := construct(testLog())
+		rt, err := construct(nil, testLog())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -38,6 +40,12 @@ import (
 
 // Defaults for Config (the socket's is workflow.DefaultDockerSockPath).
 const (
+	// DefaultStatusBound is how long Wait goes on waiting for the engine to
+	// see a container stop once the pod's status (the kubelet's report)
+	// says it terminated.
+	DefaultStatusBound = 30 * time.Second
+	// DefaultStatusPoll is how often Wait reads the pod's status.
+	DefaultStatusPoll = 10 * time.Second
 	// DefaultFindTimeout bounds how long Wait looks for a container that
 	// does not exist yet, or has not started yet.
 	DefaultFindTimeout = 60 * time.Second
@@ -96,6 +104,21 @@ type Config struct {
 	// FindTimeout bounds how long Wait looks for a container that does not
 	// exist yet or has not started yet; zero means DefaultFindTimeout.
 	FindTimeout time.Duration
+	// PodStatus, when set, reads the pod through the API server: Wait
+	// cross-checks the engine with the container statuses the kubelet
+	// reports (dockerd has been seen to miss an exit and show a container
+	// running for minutes after its process was gone, and the engine's wait
+	// API has no bound of its own). Nil means the engine alone is trusted.
+	PodStatus func(ctx context.Context) (*corev1.Pod, error)
+	// StatusBound is how long Wait goes on once the pod's status says the
+	// container terminated while the engine still shows it running; then
+	// Wait fails naming both. Zero means DefaultStatusBound.
+	StatusBound time.Duration
+	// StatusPoll is how often Wait reads the pod's status; zero means
+	// DefaultStatusPoll.
+	StatusPoll time.Duration
+	// Clock paces the status polls and the bound; nil means the real clock.
+	Clock clock.WithTicker
 }
 
 // Executor is the docker backend. It is safe for concurrent use.
@@ -127,6 +150,15 @@ func newExecutor(cfg Config, log *logrus.Entry, dial func(ctx context.Context, n
 	}
 	if cfg.FindTimeout == 0 {
 		cfg.FindTimeout = DefaultFindTimeout
+	}
+	if cfg.StatusBound == 0 {
+		cfg.StatusBound = DefaultStatusBound
+	}
+	if cfg.StatusPoll == 0 {
+		cfg.StatusPoll = DefaultStatusPoll
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Namespace == "" || cfg.PodName == "" {
 		return nil, fmt.Errorf("docker: pod namespace and name are required (got %q/%q; set %s and %s)", cfg.Namespace, cfg.PodName, workflow.EnvPodNamespace, workflow.EnvPodName)

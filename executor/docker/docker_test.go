@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,6 +21,9 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/archive"
@@ -675,5 +679,88 @@ func TestArchiveErrorMissingPathIsNotExist(t *testing.T) {
 	}
 	if err := archiveError("0123456789abcdef", "/x", errors.New("boom")); errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a non-404 error wraps fs.ErrNotExist: %v", err)
+	}
+}
+
+// TestWaitCrossCheckedWithPodStatus: the engine shows main running for
+// ever (it missed the exit) while the pod's status says it terminated; Wait
+// ends Config.StatusBound (on the fake clock) after the status first said
+// so, with an error naming both. A status that agrees with the engine, or
+// names another attempt of the container, or cannot be read, changes
+// nothing.
+func TestWaitCrossCheckedWithPodStatus(t *testing.T) {
+	const bound, poll = 30 * time.Second, 5 * time.Second
+	terminatedPod := func(cid string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "stuck", ContainerID: cid,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed",
+				FinishedAt: metav1.NewTime(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC))}},
+		}}}}
+	}
+	for _, tt := range []struct {
+		name string
+		// status returns what the pod's status says, given the container's ID.
+		status  func(id string) (*corev1.Pod, error)
+		wantErr []string // nil: Wait must still be waiting when the engine reports the exit
+	}{
+		{name: "status says terminated, engine never agrees", status: func(id string) (*corev1.Pod, error) { return terminatedPod("docker://" + id), nil },
+			wantErr: []string{"pod's status (the kubelet) says container stuck terminated", "exit code 0", "Docker Engine still shows container", "running 30s later", "docker inspect", "2026-12-02T04:00:00Z"}},
+		{name: "status names no container ID", status: func(string) (*corev1.Pod, error) { return terminatedPod(""), nil },
+			wantErr: []string{"says container stuck terminated"}},
+		{name: "status of another attempt", status: func(string) (*corev1.Pod, error) { return terminatedPod("docker://0ther"), nil }},
+		{name: "status running", status: func(string) (*corev1.Pod, error) {
+			return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "stuck", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}, nil
+		}},
+		{name: "status cannot be read", status: func(string) (*corev1.Pod, error) { return nil, errors.New("forbidden") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeEngine(t, "1.45")
+			c := f.add(&fakeContainer{Name: "k8s_stuck", Labels: podLabels(testNS, testPod, testUID, "stuck"), State: "running"})
+			clk := clocktesting.NewFakeClock(time.Now())
+			polls := make(chan struct{}, 100)
+			x := newTestExecutor(t, f, func(cfg *Config) {
+				cfg.StatusBound, cfg.StatusPoll, cfg.Clock = bound, poll, clk
+				cfg.PodStatus = func(context.Context) (*corev1.Pod, error) {
+					defer func() { polls <- struct{}{} }()
+					return tt.status(c.ID)
+				}
+			})
+			ctx := testCtx(t)
+			done := make(chan error, 1)
+			go func() { done <- x.Wait(ctx, []string{"stuck"}) }()
+			f.awaitRequest(t, "/wait")
+			// Each poll, then a step of the clock to the next; bound/poll+2
+			// polls are enough for the bound to pass.
+			for i := 0; i < int(bound/poll)+2; i++ {
+				select {
+				case <-polls:
+				case err := <-done:
+					if tt.wantErr == nil {
+						t.Fatalf("Wait returned %v while the engine shows the container running", err)
+					}
+					assertErr(t, err, tt.wantErr)
+					return
+				case <-ctx.Done():
+					t.Fatal("no status poll")
+				}
+				for !clk.HasWaiters() {
+					runtime.Gosched()
+				}
+				clk.Step(poll)
+			}
+			if tt.wantErr != nil {
+				select {
+				case err := <-done:
+					assertErr(t, err, tt.wantErr)
+				case <-ctx.Done():
+					t.Fatalf("Wait still waiting %s on the clock after the status said terminated; want it to end after %s", time.Duration(int(bound/poll)+2)*poll, bound)
+				}
+				return
+			}
+			f.stop(c, 0)
+			if err := <-done; err != nil {
+				t.Errorf("Wait = %v once the engine saw the exit", err)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor/internal/backoff"
@@ -86,11 +87,105 @@ func (e *Executor) waitOne(ctx context.Context, name string) error {
 	}
 	log := e.log.WithFields(logrus.Fields{"container": name, "id": shortID(c.ID)})
 	log.Debug("waiting for container to stop")
-	code, err := e.waitNotRunning(ctx, c.ID)
+	code, err := e.waitCrossChecked(ctx, name, c.ID)
 	if err != nil {
 		return err
 	}
 	log.WithField("exitCode", code).Debug("container stopped")
+	return nil
+}
+
+// engineMissedExit is the error of a Wait that the pod's status ended: the
+// kubelet reported the container terminated and the engine still showed it
+// running Config.StatusBound later.
+type engineMissedExit struct {
+	name, id string
+	term     *corev1.ContainerStateTerminated
+	bound    time.Duration
+}
+
+func (m *engineMissedExit) Error() string {
+	return fmt.Sprintf("the pod's status (the kubelet) says container %s terminated (exit code %d, reason %q, finished %s) "+
+		"but the Docker Engine still shows container %s running %s later: dockerd may have missed the exit; "+
+		"check the container with `docker inspect %s` on the node and restart dockerd if its process is gone",
+		m.name, m.term.ExitCode, m.term.Reason, m.term.FinishedAt.UTC().Format(time.RFC3339), shortID(m.id), m.bound, shortID(m.id))
+}
+
+// waitCrossChecked is waitNotRunning, cross-checked with the pod's status
+// when Config.PodStatus is set: once the status says the container
+// terminated, the engine has Config.StatusBound to agree, after which the
+// wait ends with an engineMissedExit error naming both. A status that
+// cannot be read is logged and read again at the next poll: the engine
+// alone still decides then.
+func (e *Executor) waitCrossChecked(ctx context.Context, name, id string) (int64, error) {
+	if e.cfg.PodStatus == nil {
+		return e.waitNotRunning(ctx, id)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.watchStatus(ctx, name, id, cancel) })
+	code, err := e.waitNotRunning(ctx, id)
+	var missed *engineMissedExit
+	if err != nil && errors.As(context.Cause(ctx), &missed) {
+		err = missed
+	}
+	cancel(nil)
+	wg.Wait()
+	return code, err
+}
+
+// watchStatus polls the pod's status until ctx ends; when the status has
+// shown container name terminated for Config.StatusBound, it cancels ctx
+// with an engineMissedExit.
+func (e *Executor) watchStatus(ctx context.Context, name, id string, cancel context.CancelCauseFunc) {
+	clk := e.cfg.Clock
+	ticker := clk.NewTicker(e.cfg.StatusPoll)
+	defer ticker.Stop()
+	var since time.Time // when the status was first seen to say terminated
+	for {
+		pod, err := e.cfg.PodStatus(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				e.log.WithError(err).WithField("container", name).Debug("read the pod's status to cross-check the engine's wait; trying again at the next poll")
+			}
+		default:
+			if term := terminatedIn(pod, name, id); term != nil {
+				if since.IsZero() {
+					since = clk.Now()
+					e.log.WithFields(logrus.Fields{"container": name, "id": shortID(id), "bound": e.cfg.StatusBound}).
+						Info("the pod's status says the container terminated; waiting for the engine to agree")
+				}
+				if d := clk.Since(since); d >= e.cfg.StatusBound {
+					cancel(&engineMissedExit{name: name, id: id, term: term, bound: d})
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// terminatedIn returns the terminated state pod's status shows for
+// container name, when it is the container id (or the status names no
+// container ID); nil otherwise.
+func terminatedIn(pod *corev1.Pod, name, id string) *corev1.ContainerStateTerminated {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, st := range list {
+			if st.Name != name || st.State.Terminated == nil {
+				continue
+			}
+			if cid := st.ContainerID; cid != "" && !strings.HasSuffix(cid, "://"+id) {
+				continue // another attempt, or another runtime's ID
+			}
+			return st.State.Terminated
+		}
+	}
 	return nil
 }
 

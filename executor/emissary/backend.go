@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
@@ -63,7 +64,9 @@ func (podShape) Shape(*config.Config, *corev1.Pod) error {
 // container that is not wrapped cannot be signalled by this backend anyway.
 func fromEnv(env backend.Env) (backend.Constructor, error) {
 	cfg := Config{Root: workflow.VarRunArgoPath}
-	return func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) { return New(cfg, log) }, nil
+	return func(_ *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+		return New(cfg, log)
+	}, nil
 }
 
 // stage is what init does for emissary pods before its flow: the binary

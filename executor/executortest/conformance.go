@@ -79,6 +79,10 @@ func Containers() []Container {
 		{Name: "exit3", Script: "echo failing; exit 3"},
 		{Name: "term", Script: "trap 'exit 0' TERM; touch " + readyFile + "; " + loopForever},
 		{Name: "ignore", Script: "trap '' TERM; touch " + readyFile + "; " + loopForever},
+		// PID 1 ignores SIGTERM but exits once its child (which ignores it
+		// too) is SIGKILLed: the exec backends' SIGKILL to every process but
+		// PID 1 must stop it. The echo keeps the shell from exec'ing sleep.
+		{Name: "ignorechild", Script: "trap '' TERM; touch " + readyFile + "; sleep 100000; echo child killed"},
 		{Name: "running", Script: "trap 'exit 0' TERM; touch " + readyFile + "; " + loopForever},
 	}
 }
@@ -93,7 +97,7 @@ func RunConformance(t *testing.T, env Env) {
 	}
 	s := &suite{env: env}
 	s.x = env.Start(t, Containers())
-	for _, c := range []string{"files", "term", "ignore", "running"} {
+	for _, c := range []string{"files", "term", "ignore", "ignorechild", "running"} {
 		s.waitReady(t, c)
 	}
 
@@ -112,6 +116,38 @@ func RunConformance(t *testing.T, env Env) {
 	t.Run("Wait/running", s.waitRunning)
 	t.Run("Kill/exitsOnTERM", s.killTerm)
 	t.Run("Kill/ignoresTERM", s.killIgnore)
+	t.Run("Kill/ignoresTERMChildKilled", s.killIgnoreChild)
+}
+
+// KillContainers returns the containers RunKillConformance starts.
+func KillContainers() []Container {
+	var out []Container
+	for _, c := range Containers() {
+		switch c.Name {
+		case "term", "ignore", "ignorechild":
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RunKillConformance runs only the suite's Kill cases, on the containers
+// KillContainers returns: for an image other than the suite's busybox one
+// (Kill's commands run in the image's own /bin/sh, dash on Debian and
+// Ubuntu).
+func RunKillConformance(t *testing.T, env Env) {
+	t.Helper()
+	if env.Timeout == 0 {
+		env.Timeout = 60 * time.Second
+	}
+	s := &suite{env: env}
+	s.x = env.Start(t, KillContainers())
+	for _, c := range []string{"term", "ignore", "ignorechild"} {
+		s.waitReady(t, c)
+	}
+	t.Run("Kill/exitsOnTERM", s.killTerm)
+	t.Run("Kill/ignoresTERM", s.killIgnore)
+	t.Run("Kill/ignoresTERMChildKilled", s.killIgnoreChild)
 }
 
 type suite struct {
@@ -362,6 +398,23 @@ func (s *suite) killIgnore(t *testing.T) {
 			t.Errorf("Kill(ignore) = %v, want an error wrapping executor.ErrPID1Survived", err)
 		}
 		assertErrorNames(t, err, "ignore", "PID 1", "SIGTERM")
+	}
+}
+
+// killIgnoreChild: PID 1 ignores SIGTERM and waits for a child that
+// ignores it too. Every backend must stop it: from outside, or from inside
+// by SIGKILLing every process but PID 1, after which PID 1 exits.
+func (s *suite) killIgnoreChild(t *testing.T) {
+	const grace = 2 * time.Second
+	ctx := s.ctx(t)
+	start := time.Now()
+	if err := s.x.Kill(ctx, []string{"ignorechild"}, grace); err != nil {
+		t.Fatalf("Kill(ignorechild) after %s: %v; its PID 1 exits once its child is SIGKILLed, so Kill must stop it", time.Since(start), err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.x.Wait(waitCtx, []string{"ignorechild"}); err != nil {
+		t.Errorf("Kill(ignorechild) returned nil but the container did not terminate: %v", err)
 	}
 }
 

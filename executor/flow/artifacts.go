@@ -93,7 +93,12 @@ func (we *WorkflowExecutor) loadInputArtifacts(ctx context.Context) error {
 
 // loadArtifact puts a at InputArtifacts/NAME, or, when the protocol says
 // so and a's path is on one of main's volumes, at that path through the
-// volume's mirror.
+// volume's mirror. Files are created 0644 (directories 0755, an archive's
+// entries keep theirs), so main can read them whatever user it runs as;
+// a.Mode, when set, is then applied as Argo v3.3.8's argoexec applies it:
+// to the loaded path, and with a.RecurseMode to everything under it.
+// (Argo's own S3 loads come out 0600, as minio-go creates its download
+// file, which a main running as another user than init cannot read.)
 func (we *WorkflowExecutor) loadArtifact(ctx context.Context, d ArtifactDriver, a wf.Artifact) error {
 	dest := filepath.Join(we.cfg.InputArtifacts, a.Name)
 	if we.cfg.Protocol.InputsOnVolumes {
@@ -104,7 +109,26 @@ func (we *WorkflowExecutor) loadArtifact(ctx context.Context, d ArtifactDriver, 
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	return d.Load(ctx, a, dest)
+	if err := d.Load(ctx, a, dest); err != nil || a.Mode == nil {
+		return err
+	}
+	mode := os.FileMode(*a.Mode) & os.ModePerm
+	if !a.RecurseMode {
+		if err := os.Chmod(dest, mode); err != nil {
+			return fmt.Errorf("set mode %04o on %s: %w", mode, a.Path, err)
+		}
+		return nil
+	}
+	err := filepath.WalkDir(dest, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return fmt.Errorf("set mode %04o under %s (recurseMode): %w", mode, a.Path, err)
+	}
+	return nil
 }
 
 // collectArtifacts archives every output artifact and uploads it where

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/argoexec/argoexec/executor"
@@ -22,13 +21,18 @@ func (we *WorkflowExecutor) includeResult() bool {
 	return we.cfg.Template.Script != nil
 }
 
-// collectResult reads main's stdout into out.Result, keeping the last
-// MaxResultBytes (a script's answer is usually printed last, and Argo keeps
-// the tail too) with one trailing newline stripped. A longer output is cut
-// at a character boundary, out.ResultTruncated and out.ResultDroppedBytes
-// say so and the log says how many bytes were dropped. The reporter may cut
-// it further to what its budget leaves (FitResult). A backend that cannot
-// separate stdout from stderr gives the combined log, with a warning.
+// collectResult reads main's stdout into out.Result as Argo's argoexec
+// does: one trailing newline stripped, then the last MaxResultBytes kept (a
+// script's answer is usually printed last). A longer output is cut at a
+// character boundary (Argo cuts at the byte, which can leave a broken
+// character for JSON to replace), out.ResultTruncated and
+// out.ResultDroppedBytes say so and the log says how many bytes were kept
+// and dropped. Bytes of the kept result that are not UTF-8 are replaced by
+// U+FFFD when the outputs are encoded as JSON (a log that holds a stray
+// binary byte is common, so the step does not fail for it): out.ResultReplaced
+// and a log warning say how many and where the first one was. The reporter
+// may cut it further to what its budget leaves (FitResult). A backend that
+// cannot separate stdout from stderr gives the combined log, with a warning.
 func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
 	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
 	if errors.Is(err, executor.ErrNotSupported) {
@@ -39,22 +43,53 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 		return err
 	}
 	defer rc.Close()
-	tail := &tailKeeper{max: we.cfg.MaxResultBytes}
+	// One byte more than the result keeps: the trailing newline, stripped
+	// before the cut as Argo does.
+	tail := &tailKeeper{max: we.cfg.MaxResultBytes + 1}
 	if _, err := io.Copy(tail, rc); err != nil {
 		return fmt.Errorf("read main's output: %w", err)
 	}
-	b := tail.bytes()
-	if tail.total > int64(len(b)) {
+	b, total := tail.bytes(), tail.total
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		b, total = b[:len(b)-1], total-1
+	}
+	if len(b) > we.cfg.MaxResultBytes {
+		b = b[len(b)-we.cfg.MaxResultBytes:]
+	}
+	if total > int64(len(b)) {
 		b = b[runeStart(b, 0):]
 	}
-	if dropped := tail.total - int64(len(b)); dropped > 0 {
+	start := total - int64(len(b)) // offset in main's output of the result's first byte
+	if start > 0 {
 		out.ResultTruncated = true
-		out.ResultDroppedBytes = dropped
-		we.log.Warnf("main's output is %d bytes: the result keeps the last %d and drops the first %d; write large output to a file and declare it as an output artifact", tail.total, len(b), dropped)
+		out.ResultDroppedBytes = start
+		we.log.Warnf("main's output is %d bytes (one trailing newline stripped): the result keeps the last %d and drops the first %d; write large output to a file and declare it as an output artifact", total, len(b), start)
 	}
-	s := strings.TrimSuffix(string(b), "\n")
+	if n, first := invalidUTF8(b); n > 0 {
+		out.ResultReplaced = &wf.ResultReplacement{Bytes: n, FirstOffset: start + first}
+		we.log.Warn(out.ResultReplaced.String())
+	}
+	s := string(b)
 	out.Result, out.ResultIsLog = &s, true
 	return nil
+}
+
+// invalidUTF8 counts the bytes of b that are not part of a valid UTF-8
+// character, each of which encoding/json replaces with one U+FFFD, and
+// returns the offset of the first (-1 when there is none).
+func invalidUTF8(b []byte) (n int64, first int64) {
+	first = -1
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			if first < 0 {
+				first = int64(i)
+			}
+			n++
+		}
+		i += size
+	}
+	return n, first
 }
 
 // FitResult encodes outputs as JSON, cutting the head off outputs.Result in
@@ -75,10 +110,22 @@ func FitResult(outputs *wf.NodeOutputs, budget int) ([]byte, int, error) {
 	}
 	full := *outputs.Result
 	fullBytes := []byte(full)
-	encode := func(cut int) ([]byte, error) {
+	// cutAt is outputs with the first cut bytes of the result dropped; what
+	// it says was replaced is counted again over what is left.
+	cutAt := func(cut int) wf.NodeOutputs {
 		o := *outputs
 		s := full[cut:]
 		o.Result, o.ResultTruncated, o.ResultDroppedBytes = &s, true, outputs.ResultDroppedBytes+int64(cut)
+		if o.ResultReplaced != nil {
+			o.ResultReplaced = nil
+			if n, first := invalidUTF8([]byte(s)); n > 0 {
+				o.ResultReplaced = &wf.ResultReplacement{Bytes: n, FirstOffset: o.ResultDroppedBytes + first}
+			}
+		}
+		return o
+	}
+	encode := func(cut int) ([]byte, error) {
+		o := cutAt(cut)
 		return json.Marshal(&o)
 	}
 	if e, err := encode(len(full)); err != nil || len(e) > budget {
@@ -106,9 +153,7 @@ func FitResult(outputs *wf.NodeOutputs, budget int) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode outputs: %w", err)
 	}
-	s := full[hi:]
-	outputs.Result, outputs.ResultTruncated = &s, true
-	outputs.ResultDroppedBytes += int64(hi)
+	*outputs = cutAt(hi)
 	return b, hi, nil
 }
 

@@ -48,8 +48,8 @@ func FuzzResult(f *testing.F) {
 			t.Fatalf("no result reported: %+v", rep.got)
 		}
 		got := *rep.got.Result
-		tail := log[len(log)-min(limit, len(log)):]
-		kept := bytes.TrimSuffix(tail, []byte("\n"))
+		stripped := bytes.TrimSuffix(log, []byte("\n")) // stripped first, then cut, as Argo does
+		kept := stripped[len(stripped)-min(limit, len(stripped)):]
 		switch {
 		case len(got) > limit:
 			t.Errorf("result is %d bytes, over the limit of %d", len(got), limit)
@@ -57,8 +57,21 @@ func FuzzResult(f *testing.F) {
 			t.Errorf("result = %q, want the tail %q (less at most a cut character)", got, kept)
 		case utf8.Valid(log) && !utf8.ValidString(got):
 			t.Errorf("result %q of a UTF-8 output is not UTF-8", got)
-		case rep.got.ResultTruncated != (len(got) < len(bytes.TrimSuffix(log, []byte("\n")))):
+		case rep.got.ResultTruncated != (len(got) < len(stripped)):
 			t.Errorf("resultTruncated = %v for a result of %d bytes from %d", rep.got.ResultTruncated, len(got), len(log))
+		case int64(len(stripped)-len(got)) != rep.got.ResultDroppedBytes:
+			t.Errorf("resultDroppedBytes = %d, want %d", rep.got.ResultDroppedBytes, len(stripped)-len(got))
+		}
+		var bad int64
+		for i := 0; i < len(got); {
+			r, size := utf8.DecodeRuneInString(got[i:])
+			if r == utf8.RuneError && size == 1 {
+				bad++
+			}
+			i += size
+		}
+		if r := rep.got.ResultReplaced; (r == nil) != (bad == 0) || r != nil && r.Bytes != bad {
+			t.Errorf("resultReplaced = %+v for a result with %d bytes that are not UTF-8", r, bad)
 		}
 	})
 }

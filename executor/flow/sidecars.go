@@ -2,13 +2,18 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"sort"
 
+	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
 // stopSidecars, in legacy sidecar mode, kills every container but main,
-// wait and init. The error names the containers that survived.
+// wait and init. The error names the containers that survived; when the
+// protocol says survivors are the controller's to stop
+// (Protocol.SidecarSurvivorsWarn), a survivor (executor.executor.ErrPID1Survived) is a
+// warning that names it, and only other failures are errors.
 func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	names, err := we.runtime.ListContainerNames(ctx)
 	if err != nil {
@@ -25,5 +30,25 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	}
 	sort.Strings(sidecars)
 	we.log.WithField("sidecars", sidecars).Info("stopping sidecars (sidecarMode: legacy)")
-	return we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
+	err = we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
+	if err == nil || !we.cfg.Protocol.SidecarSurvivorsWarn {
+		return err
+	}
+	var rest []error
+	for _, e := range joined(err) {
+		if errors.Is(e, executor.ErrPID1Survived) {
+			we.log.WithError(e).Warn("a sidecar survived its stop; the controller stops it with the pod's workflows.argoproj.io/kill-cmd-<container> annotation, and the step does not fail for it (as Argo's argoexec)")
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return errors.Join(rest...)
+}
+
+// joined returns the errors err joins (errors.Join), or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -96,6 +96,7 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 // request, it stops main first, within the window.
 func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) saveWindow {
 	window := saveWindow{total: we.cfg.SaveTimeout, reserve: we.cfg.ReportReserve}
+	waitStart := we.cfg.Clock.Now()
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	deadline, why := we.deadline()
 	if !deadline.IsZero() {
@@ -109,7 +110,8 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 	window.start = we.cfg.Clock.Now()
 	switch {
 	case ctx.Err() != nil && we.cfg.Protocol.SignalStopsMain:
-		errs.add("wait for main", fmt.Errorf("stopped by the controller (%w) while main was running; stopping main and saving what exists", context.Cause(ctx)))
+		errs.add("wait for main", fmt.Errorf("stop signal (%w) while main was running%s; stopping main and saving what exists",
+			context.Cause(ctx), we.signalSender(window.start.Sub(waitStart))))
 	case ctx.Err() != nil:
 		errs.add("wait for main", fmt.Errorf("interrupted (%w) while main was running: the kubelet is stopping the pod's containers; saving what exists", context.Cause(ctx)))
 		return window
@@ -125,6 +127,25 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 		errs.add("stop main", kerr)
 	}
 	return window
+}
+
+// kubeletDeadlineSlack is how much later than the pod wait may have started
+// waiting for main, for signalSender's guess: the pod's activeDeadlineSeconds
+// counts from the pod's start, wait's view from its own.
+const kubeletDeadlineSlack = 10 * time.Second
+
+// signalSender says, for the message of a stop signal that came after
+// waited of waiting for main, who may have sent it, as far as wait can
+// know: under Argo's protocol the controller's stop request (kill -15), and
+// the kubelet when it stops the pod; when the template's
+// activeDeadlineSeconds (which Argo's controller puts on the pod, and the
+// kubelet enforces) has run out, most likely the kubelet.
+func (we *WorkflowExecutor) signalSender(waited time.Duration) string {
+	if d := we.cfg.Template.ActiveDeadlineSeconds; d != nil && *d > 0 && waited >= time.Duration(*d)*time.Second-kubeletDeadlineSlack {
+		return fmt.Sprintf(" after %s, when the pod's activeDeadlineSeconds (%ds, from the template) ran out: most likely the kubelet enforcing it, not a stop request from the controller",
+			waited.Round(time.Second), *d)
+	}
+	return " (sent by the controller to stop the step, or by the kubelet stopping the pod: deletion, eviction, or the pod's activeDeadlineSeconds)"
 }
 
 // deadline is when main must have exited, the earlier of the template's

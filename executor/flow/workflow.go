@@ -49,6 +49,12 @@ type Protocol struct {
 	// before saving; without it SIGTERM comes from the kubelet, which is
 	// already stopping every container.
 	SignalStopsMain bool
+	// SidecarSurvivorsWarn says that a legacy sidecar still running after
+	// wait's stop (executor.ErrPID1Survived) is a warning naming it, not a
+	// failure of the step: Argo's controller runs the pod's
+	// workflows.argoproj.io/kill-cmd-<container> command afterwards, and
+	// Argo's argoexec exits 0 for it.
+	SidecarSurvivorsWarn bool
 	// Artifacts says where output artifacts go and how the report names
 	// them; nil means no output artifact can be saved.
 	Artifacts ArtifactLocator

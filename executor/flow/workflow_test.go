@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
@@ -225,12 +226,28 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 		max           int
 		wantResult    *string
 		wantTruncated bool
+		wantDropped   int64
+		wantReplaced  *wf.ResultReplacement
+		wantLog       []string // in wait's log
 	}{
 		{name: "short output whole, one trailing newline stripped", tmpl: scriptTemplate(), log: "a\n42\n\n", max: 100, wantResult: ptr("a\n42\n")},
 		{name: "long output keeps the last bytes (the answer is printed last)", tmpl: scriptTemplate(),
-			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 93) + "answer"), wantTruncated: true},
-		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true},
-		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true},
+			log: strings.Repeat("x", 300) + "answer\n", max: 100, wantResult: ptr(strings.Repeat("x", 94) + "answer"), wantTruncated: true, wantDropped: 206,
+			wantLog: []string{"is 306 bytes", "keeps the last 100 and drops the first 206"}},
+		// Argo strips the newline, then keeps the last 256 KiB: a result
+		// over the limit is exactly the limit, and the log says so.
+		{name: "over the limit: newline stripped first, then the limit kept (Argo)", tmpl: scriptTemplate(),
+			log: strings.Repeat("y", 150) + "\n", max: 100, wantResult: ptr(strings.Repeat("y", 100)), wantTruncated: true, wantDropped: 50,
+			wantLog: []string{"keeps the last 100 and drops the first 50"}},
+		{name: "written in many small pieces", tmpl: scriptTemplate(), log: strings.Repeat("0123456789", 50), max: 25, wantResult: ptr("5678901234567890123456789"), wantTruncated: true, wantDropped: 475},
+		{name: "the cut never splits a character", tmpl: scriptTemplate(), log: strings.Repeat("é", 100), max: 25, wantResult: ptr(strings.Repeat("é", 12)), wantTruncated: true, wantDropped: 176},
+		{name: "bytes that are not UTF-8 are counted, with the first offset", tmpl: scriptTemplate(),
+			log: "ok \xff\xfe then é and \x80\n", max: 100, wantResult: ptr("ok \xff\xfe then é and \x80"),
+			wantReplaced: &wf.ResultReplacement{Bytes: 3, FirstOffset: 3},
+			wantLog:      []string{"3 bytes that are not UTF-8", "offset 3 of main's output", "U+FFFD"}},
+		{name: "the offset of a bad byte counts what the cut dropped", tmpl: scriptTemplate(),
+			log: strings.Repeat("z", 200) + "ab\xffc\n", max: 10, wantResult: ptr(strings.Repeat("z", 6) + "ab\xffc"), wantTruncated: true, wantDropped: 194,
+			wantReplaced: &wf.ResultReplacement{Bytes: 1, FirstOffset: 202}},
 		{name: "a container template has no result by default", tmpl: &wf.Template{Container: &corev1.Container{}}, log: "x", max: 100},
 		{name: "the protocol asks for a container's stdout (Argo)", tmpl: &wf.Template{Container: &corev1.Container{}},
 			protocol: flow.Protocol{IncludeScriptOutput: &include}, log: "out\n", max: 100, wantResult: ptr("out")},
@@ -243,13 +260,29 @@ func TestWaitResultKeepsTheTail(t *testing.T) {
 				return io.NopCloser(iotest.OneByteReader(strings.NewReader(tt.log))), nil
 			}}
 			rep := &recorder{}
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, testLog())
+			log, hook := logtest.NewNullLogger()
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: tt.tmpl, Protocol: tt.protocol, MaxResultBytes: tt.max}, fake, nil, rep, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			got := rep.got.Result
 			if (got == nil) != (tt.wantResult == nil) || got != nil && *got != *tt.wantResult || rep.got.ResultTruncated != tt.wantTruncated {
 				t.Errorf("result = %q truncated=%v; want %q truncated=%v", deref(got), rep.got.ResultTruncated, deref(tt.wantResult), tt.wantTruncated)
+			}
+			if rep.got.ResultDroppedBytes != tt.wantDropped {
+				t.Errorf("resultDroppedBytes = %d, want %d", rep.got.ResultDroppedBytes, tt.wantDropped)
+			}
+			if !reflect.DeepEqual(rep.got.ResultReplaced, tt.wantReplaced) {
+				t.Errorf("resultReplaced = %+v, want %+v", rep.got.ResultReplaced, tt.wantReplaced)
+			}
+			var logged strings.Builder
+			for _, e := range hook.AllEntries() {
+				logged.WriteString(e.Message + "\n")
+			}
+			for _, w := range tt.wantLog {
+				if !strings.Contains(logged.String(), w) {
+					t.Errorf("wait's log does not say %q:\n%s", w, logged.String())
+				}
 			}
 		})
 	}
@@ -268,15 +301,27 @@ func deref(s *string) string {
 // (kill -15 $(pidof argoexec)), so wait stops main and saves; its
 // ARGO_DEADLINE bounds main like activeDeadlineSeconds.
 func TestWaitStopRequest(t *testing.T) {
+	sixty := int64(60)
 	tests := []struct {
 		name     string
 		protocol flow.Protocol
+		deadline *int64        // the template's activeDeadlineSeconds
+		after    time.Duration // on the clock, before the signal
 		cancel   bool
 		wantErr  string
+		wantNot  string
 		wantKill bool
 	}{
 		{name: "Argo's stop command stops main, then saves", protocol: flow.Protocol{SignalStopsMain: true}, cancel: true,
-			wantErr: "stopped by the controller", wantKill: true},
+			wantErr: "sent by the controller to stop the step, or by the kubelet stopping the pod", wantKill: true},
+		// The kubelet enforces the pod's activeDeadlineSeconds with SIGTERM:
+		// the message must not blame the controller.
+		{name: "a signal when the pod's deadline runs out names the kubelet", protocol: flow.Protocol{SignalStopsMain: true},
+			deadline: &sixty, after: 59 * time.Second, cancel: true, wantKill: true,
+			wantErr: "when the pod's activeDeadlineSeconds (60s, from the template) ran out: most likely the kubelet", wantNot: "stopped by the controller"},
+		{name: "a signal well before the pod's deadline names both senders", protocol: flow.Protocol{SignalStopsMain: true},
+			deadline: &sixty, after: 5 * time.Second, cancel: true, wantKill: true,
+			wantErr: "or by the kubelet stopping the pod", wantNot: "most likely"},
 		{name: "our SIGTERM leaves main to the kubelet", cancel: true, wantErr: "interrupted"},
 		{name: "Argo's deadline stops main", protocol: flow.Protocol{Deadline: time.Now().Add(50 * time.Millisecond)},
 			wantErr: "main exceeded the workflow's deadline", wantKill: true},
@@ -286,8 +331,10 @@ func TestWaitStopRequest(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			killed := false
+			clk := clocktesting.NewFakeClock(time.Now())
 			fake := &executortest.Fake{
 				WaitFunc: func(wctx context.Context, _ []string) error {
+					clk.Step(tt.after)
 					if tt.cancel {
 						cancel()
 					}
@@ -300,10 +347,14 @@ func TestWaitStopRequest(t *testing.T) {
 				},
 			}
 			rep := &recorder{}
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: &wf.Template{Container: &corev1.Container{}}, Protocol: tt.protocol}, fake, nil, rep, testLog())
+			tmpl := &wf.Template{Container: &corev1.Container{}, ActiveDeadlineSeconds: tt.deadline}
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: tmpl, Protocol: tt.protocol, Clock: clk}, fake, nil, rep, testLog())
 			err := we.Wait(ctx)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if err != nil && tt.wantNot != "" && strings.Contains(err.Error(), tt.wantNot) {
+				t.Errorf("err = %v; it must not say %q", err, tt.wantNot)
 			}
 			if killed != tt.wantKill {
 				t.Errorf("main killed = %v, want %v", killed, tt.wantKill)
@@ -416,6 +467,54 @@ func TestWaitLegacySidecarsAreKilled(t *testing.T) {
 	}
 	if !errors.Is(err, executor.ErrPID1Survived) || !strings.Contains(err.Error(), `stop sidecars: container "sidecar-b"`) {
 		t.Errorf("err = %v; want the survivor reported by name", err)
+	}
+}
+
+// TestWaitLegacySidecarSurvivorUnderArgo: under Argo's protocol a sidecar
+// that survives its stop is a warning naming it (Argo's controller then
+// runs the pod's kill-cmd annotation, and Argo's argoexec exits 0); any
+// other failure to stop one still fails the step.
+func TestWaitLegacySidecarSurvivorUnderArgo(t *testing.T) {
+	survived := fmt.Errorf("container %q: %w", "sidecar-b", executor.ErrPID1Survived)
+	other := errors.New(`signal container "sidecar-a": exec refused`)
+	for _, tt := range []struct {
+		name     string
+		killErr  error
+		wantErr  string // "" means no error
+		wantWarn bool
+	}{
+		{name: "survivor only: a warning", killErr: survived, wantWarn: true},
+		{name: "survivor and another failure: the other fails the step", killErr: errors.Join(other, survived), wantErr: "exec refused", wantWarn: true},
+		{name: "another failure alone fails the step", killErr: other, wantErr: "exec refused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &executortest.Fake{
+				ListContainerNamesFunc: func(context.Context) ([]string, error) {
+					return []string{"main", "wait", "sidecar-a", "sidecar-b"}, nil
+				},
+				KillFunc: func(context.Context, []string, time.Duration) error { return tt.killErr },
+			}
+			log, hook := logtest.NewNullLogger()
+			tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}}
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: tmpl, SidecarMode: wf.SidecarModeLegacy,
+				Protocol: flow.Protocol{SidecarSurvivorsWarn: true}}, fake, nil, &recorder{}, logrus.NewEntry(log))
+			err := we.Wait(context.Background())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Wait = %v, want error %q", err, tt.wantErr)
+			}
+			if err != nil && errors.Is(err, executor.ErrPID1Survived) {
+				t.Errorf("Wait = %v; the survivor must be a warning, not the error", err)
+			}
+			warned := false
+			for _, e := range hook.AllEntries() {
+				if e.Level == logrus.WarnLevel && strings.Contains(fmt.Sprint(e.Data[logrus.ErrorKey]), `"sidecar-b"`) && strings.Contains(e.Message, "kill-cmd") {
+					warned = true
+				}
+			}
+			if warned != tt.wantWarn {
+				t.Errorf("warning naming sidecar-b logged = %v, want %v", warned, tt.wantWarn)
+			}
+		})
 	}
 }
 
@@ -826,4 +925,32 @@ func progressLines(hook *logtest.Hook) int {
 		}
 	}
 	return n
+}
+
+// TestInitArtifactModes (issue 25 item 6b): an input file is 0644 unless
+// the artifact's mode says otherwise; mode applies as Argo's argoexec
+// applies it, to the path, and with recurseMode to all under it.
+func TestInitArtifactModes(t *testing.T) {
+	m0600, m0700 := int32(0o600), int32(0o700)
+	store := &memStore{objects: map[string][]byte{
+		"file.tgz": tgzOf(t, map[string]string{"f": "x"}),
+		"dir.tgz":  tgzOf(t, map[string]string{"d/a": "A"}),
+	}}
+	tmpl := scriptTemplate()
+	tmpl.Inputs.Artifacts = []wf.Artifact{
+		{Name: "plain", Path: "/in/plain", S3: &wf.S3Artifact{Key: "file.tgz"}},
+		{Name: "private", Path: "/in/private", Mode: &m0600, S3: &wf.S3Artifact{Key: "file.tgz"}},
+		{Name: "dir", Path: "/in/dir", Mode: &m0700, RecurseMode: true, S3: &wf.S3Artifact{Key: "dir.tgz"}},
+	}
+	inputs := t.TempDir()
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, VarRunArgo: t.TempDir(), InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	if err := we.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]os.FileMode{"plain": 0o644, "private": 0o600, "dir": 0o700, "dir/a": 0o700} {
+		fi, err := os.Stat(filepath.Join(inputs, rel))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, %v; want %04o", rel, fi.Mode().Perm(), err, want)
+		}
+	}
 }

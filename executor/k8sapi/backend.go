@@ -3,6 +3,7 @@ package k8sapi
 import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
@@ -34,5 +35,7 @@ func (podShape) Shape(*config.Config, *corev1.Pod) error { return nil }
 
 func fromEnv(env backend.Env) (backend.Constructor, error) {
 	cfg := Config{Kubeconfig: env.Kubeconfig, Namespace: env.Namespace, PodName: env.PodName}
-	return func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) { return New(cfg, log) }, nil
+	return func(_ *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+		return New(cfg, log)
+	}, nil
 }

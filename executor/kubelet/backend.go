@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
@@ -88,7 +89,9 @@ func fromEnv(env backend.Env) (backend.Constructor, error) {
 		return nil, err
 	}
 	cfg.Namespace, cfg.PodName = env.Namespace, env.PodName
-	return func(log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) { return New(cfg, log) }, nil
+	return func(_ *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+		return New(cfg, log)
+	}, nil
 }
 
 // ConfigFromEnv reads the kubelet's address and TLS settings from the

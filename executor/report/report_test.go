@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -228,4 +230,35 @@ func validatingClient(pod *corev1.Pod) (*fake.Clientset, *[]string) {
 		return false, nil, nil
 	})
 	return client, calls
+}
+
+// TestFitResultRecountsReplacedBytes: a cut that drops the bytes that are
+// not UTF-8 drops what the outputs say of them; one that keeps some counts
+// those and moves the first offset past what it dropped.
+func TestFitResultRecountsReplacedBytes(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		result string
+		want   *wf.ResultReplacement
+	}{
+		{name: "bad byte cut off", result: "\xff" + strings.Repeat("x", 1000), want: nil},
+		{name: "bad byte kept", result: "\xff" + strings.Repeat("x", 1000) + "\xfe", want: &wf.ResultReplacement{Bytes: 1, FirstOffset: 10 + 1001}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.result
+			o := &wf.NodeOutputs{Result: &r, ResultIsLog: true, ResultTruncated: true, ResultDroppedBytes: 10,
+				ResultReplaced: &wf.ResultReplacement{Bytes: int64(strings.Count(r, "\xff") + strings.Count(r, "\xfe")), FirstOffset: 10}}
+			b, dropped, err := flow.FitResult(o, 300)
+			if err != nil || dropped == 0 {
+				t.Fatalf("FitResult = %d dropped, %v; want a cut", dropped, err)
+			}
+			if !reflect.DeepEqual(o.ResultReplaced, tt.want) {
+				t.Errorf("resultReplaced after the cut = %+v, want %+v", o.ResultReplaced, tt.want)
+			}
+			var back wf.NodeOutputs
+			if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.ResultReplaced, tt.want) {
+				t.Errorf("encoded resultReplaced = %+v (%v), want %+v", back.ResultReplaced, err, tt.want)
+			}
+		})
+	}
 }

@@ -30,6 +30,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/executortest"
+	"github.com/argoexec/argoexec/executor/kubelet"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -406,6 +409,106 @@ func TestDefectConfigErrorCLI(t *testing.T) {
 			}
 			if code != app.ExitUsage || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "Go struct") {
 				t.Errorf("render exited %s with:\n%s\nwant exit %d and %q", strconv.Itoa(code), out, app.ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// debianImage is a Debian bookworm image whose /bin/sh is dash: one of the
+// names hack/images.sh gives the rootfs it builds for Argo's examples
+// (ARGO_EXAMPLE_TAGS), imported into containerd by hack/argo.sh.
+const debianImage = "docker.io/library/debian:latest"
+
+// onImage sets every container of pod to image.
+func onImage(pod *corev1.Pod, image string) *corev1.Pod {
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Image = image
+	}
+	return pod
+}
+
+// TestDefect25KillDebian (issue 25 item 0): the conformance suite's Kill
+// cases on a Debian image, where Kill's commands run in dash. Before the
+// fix, `kill -s KILL -1` was refused by dash ("Illegal option -1") and the
+// refusal hidden, so a PID 1 that exits once its child is SIGKILLed was
+// left running and reported as a PID 1 that cannot be SIGKILLed.
+func TestDefect25KillDebian(t *testing.T) {
+	t.Run(wf.ExecutorK8sAPI, func(t *testing.T) {
+		t.Parallel()
+		executortest.RunKillConformance(t, executortest.Env{
+			Backend: "k8sapi",
+			Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
+				f := framework.New(t)
+				kubeconfig := k8sapiKubeconfig(t, f, "argoexec-k8sapi", k8sapiRules)
+				return k8sapiStarted(t, f, kubeconfig, onImage(scriptPod(f, "kill-debian", cs), debianImage))
+			},
+		})
+	})
+	t.Run(wf.ExecutorKubelet, func(t *testing.T) {
+		t.Parallel()
+		executortest.RunKillConformance(t, executortest.Env{
+			Backend: "kubelet",
+			Start: func(t *testing.T, cs []executortest.Container) executor.ContainerRuntimeExecutor {
+				f := framework.New(t)
+				token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
+				pod := onImage(scriptPod(f, "kill-debian", cs), debianImage)
+				kubeletStartPod(t, f, pod)
+				x, err := kubelet.New(kubeletConfig(f, pod.Name, token), testLog(t, nil))
+				if err != nil {
+					t.Fatalf("kubelet.New: %v", err)
+				}
+				return x
+			},
+		})
+	})
+}
+
+// Issue 25 items 1 and 6a: a result over 256 KiB keeps exactly 262,144
+// bytes, as Argo's (the newline stripped first), and two bytes that are
+// not UTF-8 near its end are reported as replaced, with their offset.
+const (
+	replacedScript = `yes 'abcdefghijklmnopqrstuvwxyz0123456789' | head -c 300000; printf 'end\377\376tail\n'`
+	replacedTotal  = 300000 + len("end") + 2 + len("tail") // newline stripped
+	replacedFirst  = 300000 + len("end")
+)
+
+// TestDefect25Result runs replacedScript as a script on the backends whose
+// pods run on this kubelet (our controller: the outputs annotation).
+func TestDefect25Result(t *testing.T) {
+	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			e := newWfEnv(t, backend)
+			tmpl := &wf.Template{Name: "replaced", Script: &wf.ScriptTemplate{
+				Container: corev1.Container{Image: e.f.Env.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sh"}, SecurityContext: mainSecurityContext()},
+				Source:    replacedScript,
+			}}
+			r := e.run(t, "replaced", tmpl, nil, false)
+			if r.pod.Status.Phase != corev1.PodSucceeded {
+				t.Errorf("phase %s, want Succeeded (replaced bytes are said, not fatal)", r.pod.Status.Phase)
+			}
+			if r.outputs == nil || r.outputs.Result == nil {
+				t.Fatalf("no result; wait log:\n%s", tail(r.waitLog, 2000))
+			}
+			res := *r.outputs.Result
+			// The JSON decode turned each replaced byte into U+FFFD (3
+			// bytes). wait keeps 262,144 bytes (its log says so); the
+			// annotation's budget may cut more, and the outputs say how much.
+			kept := len(res) - 2*2
+			if !strings.HasSuffix(res, "end\uFFFD\uFFFDtail") {
+				t.Errorf("result ends %q", res[max(0, len(res)-20):])
+			}
+			want := &wf.ResultReplacement{Bytes: 2, FirstOffset: int64(replacedFirst)}
+			if got := r.outputs.ResultReplaced; got == nil || *got != *want {
+				t.Errorf("resultReplaced = %+v, want %+v", got, want)
+			}
+			if d := r.outputs.ResultDroppedBytes; d+int64(kept) != int64(replacedTotal) {
+				t.Errorf("resultDroppedBytes %d + %d kept = %d, want %d", d, kept, d+int64(kept), replacedTotal)
+			}
+			for _, w := range []string{"keeps the last 262144", "2 bytes that are not UTF-8", "offset 300003"} {
+				if !strings.Contains(r.waitLog, w) {
+					t.Errorf("wait's log does not say %q", w)
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/rest"
 
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/backend"
@@ -16,9 +17,10 @@ import (
 func registered() backend.Set { return backends.All() }
 
 // newBackend builds the backend whose settings validateBackend read.
-func newBackend(_ context.Context, o *commonOptions, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
+// restCfg reaches the API server with wait's credentials.
+func newBackend(_ context.Context, o *commonOptions, restCfg *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error) {
 	if o.Backend.construct == nil {
 		return nil, errors.New("the backend's settings were not read: validate the options before running")
 	}
-	return o.Backend.construct(log)
+	return o.Backend.construct(restCfg, log)
 }

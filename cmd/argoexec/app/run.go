@@ -81,7 +81,7 @@ func newWaitFlow(ctx context.Context, o *commonOptions, log *logrus.Entry) (*flo
 	if err != nil {
 		return nil, none, err
 	}
-	runtime, err := newBackend(ctx, o, log)
+	runtime, err := newBackend(ctx, o, restCfg, log)
 	if err != nil {
 		return nil, none, err
 	}

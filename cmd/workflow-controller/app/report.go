@@ -80,6 +80,9 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 		if o.ResultTruncated {
 			r += fmt.Sprintf(" (truncated: the first %d bytes of main's output dropped)", o.ResultDroppedBytes)
 		}
+		if o.ResultReplaced != nil {
+			r += " (" + o.ResultReplaced.String() + ")"
+		}
 		fmt.Fprintf(tw, "  result\t\t%s\n", r)
 	}
 	if exitCode != nil {

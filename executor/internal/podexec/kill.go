@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,13 +14,32 @@ import (
 )
 
 // Shell commands Kill runs in a container. Both use the shell's kill builtin,
-// so a container needs `sh` and nothing else.
+// so a container needs `sh` and nothing else. Neither hides its own failure:
+// its exit status and stderr reach the error.
 var (
 	termPID1 = []string{"sh", "-c", "kill -s TERM 1"}
 	// kill -1 signals every process the caller may signal except PID 1 and
-	// itself; "no such process" is not an error here.
-	killOthers = []string{"sh", "-c", "kill -s KILL -1 2>/dev/null; true"}
+	// itself. The spelling matters: dash (Debian's and Ubuntu's /bin/sh)
+	// reads the "-1" of "kill -s KILL -1" as an option and refuses it
+	// ("Illegal option -1"), and busybox sh refuses "kill -s KILL -- -1"
+	// ("invalid number '--'", exit 1, though it signals); "kill -KILL -1"
+	// works in dash, busybox sh and bash (TestKillCommandsUnderShells).
+	// When there is no other process the builtin fails with "No such
+	// process" (ESRCH), which signal treats as nothing left to kill
+	// (nothingToKill).
+	killOthers = []string{"sh", "-c", "kill -KILL -1"}
 )
+
+// nothingToKill says that err is killOthers failing only because no process
+// but PID 1 and the shell itself was left: exit status 1 with "No such
+// process" (dash: "kill: No such process", busybox: "kill: can't kill pid
+// -1: No such process", bash: "kill: (-1) - No such process"). The shell's
+// message is the only way to tell ESRCH from other failures.
+func nothingToKill(cmd []string, err error) bool {
+	var ee *executor.ExitCodeError
+	return slices.Equal(cmd, killOthers) && errors.As(err, &ee) && ee.Code == 1 &&
+		strings.Contains(strings.ToLower(ee.Stderr), "no such process")
+}
 
 // CheckKillable refuses pods where exec-based Kill would signal the wrong
 // process: with shareProcessNamespace or hostPID, PID 1 as seen from inside
@@ -46,7 +67,7 @@ func CheckKillable(backend string, spec *corev1.PodSpec) error {
 //  3. Kill follows the status, racing exec sessions as Wait does, up to
 //     grace for them to terminate; those sessions have ended before step 4;
 //  4. in each container still running, every process but PID 1 gets SIGKILL
-//     (`kill -s KILL -1`): the kernel drops a SIGKILL sent to a PID
+//     (`kill -KILL -1`): the kernel drops a SIGKILL sent to a PID
 //     namespace's init from inside that namespace, so PID 1 itself cannot be
 //     forced;
 //  5. after Config.KillSettle, a container whose PID 1 still runs is an error
@@ -161,8 +182,8 @@ func (c *Engine) waitTerminated(ctx context.Context, containers []string, d time
 // container and what can stop it instead.
 func (c *Engine) signal(ctx context.Context, container string, cmd []string) (stopped bool, err error) {
 	stderr := newTail()
-	execErr := c.cfg.Exec.Exec(ctx, container, cmd, nil, nil, stderr)
-	if execErr == nil {
+	execErr := withStderr(c.cfg.Exec.Exec(ctx, container, cmd, nil, nil, stderr), stderr)
+	if execErr == nil || nothingToKill(cmd, execErr) {
 		return false, nil
 	}
 	if ctx.Err() != nil {
@@ -174,7 +195,13 @@ func (c *Engine) signal(ctx context.Context, container string, cmd []string) (st
 	if still, err := c.waitTerminated(ctx, []string{container}, c.cfg.KillSettle); err == nil && len(still) == 0 {
 		return true, nil
 	}
+	hint := "a container without a shell cannot be signalled through exec"
+	if ee := (*executor.ExitCodeError)(nil); errors.As(execErr, &ee) && ee.Code != 126 && ee.Code != 127 && ee.Code < 128 {
+		// The shell ran and its kill builtin failed: the command is at
+		// fault, not the container's PID 1.
+		hint = "the container's shell ran the kill command and it failed (the shell's own message is above); this is a fault of argoexec's kill command, not of the container's process: report it with the image's /bin/sh"
+	}
 	return false, fmt.Errorf("%s: signal container %q of pod %s with %q: %w; "+
-		"a container without a shell cannot be signalled through exec: make it a native sidecar (an init container with restartPolicy: Always), which the kubelet stops, or use the docker backend",
-		c.cfg.Backend, container, c.cfg.Pod, cmd[len(cmd)-1], withStderr(execErr, stderr))
+		"%s: make it a native sidecar (an init container with restartPolicy: Always), which the kubelet stops, or use the docker backend",
+		c.cfg.Backend, container, c.cfg.Pod, cmd[len(cmd)-1], execErr, hint)
 }

@@ -302,6 +302,7 @@ func TestKill(t *testing.T) {
 		wantCalls []string // kill commands, waitExit sessions left out
 		wantErrs  []string
 		wantIs    error
+		wantNot   error         // an error the result must not wrap
 		minTime   time.Duration // on the fake clock
 		// clock: Kill must wait out grace (and settle) on the clock, which
 		// the test then steps; without, Kill must not need it.
@@ -334,7 +335,7 @@ func TestKill(t *testing.T) {
 			onExec:  func(*fakePod, string, []string) error { return nil },
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -1 2>/dev/null; true",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`, "argo/wf-1", "native sidecar", "docker backend"},
 			wantIs:   executor.ErrPID1Survived,
@@ -353,9 +354,50 @@ func TestKill(t *testing.T) {
 			},
 			wantCalls: []string{
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -1 2>/dev/null; true",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			clock: true,
+		},
+		{
+			// dash before the fix: the kill builtin refuses its arguments.
+			// That is argoexec's fault, and the error must say so and show
+			// the shell's message, not blame PID 1.
+			name:    "the kill command itself fails",
+			running: []string{"sidecar"},
+			kill:    []string{"sidecar"},
+			onExec: func(p *fakePod, c string, cmd []string) error {
+				if isKill(cmd) {
+					return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 2, Stderr: "sh: 1: kill: Illegal option -1"}
+				}
+				return nil
+			},
+			wantCalls: []string{
+				"sidecar: sh -c kill -s TERM 1",
+				"sidecar: sh -c kill -KILL -1",
+			},
+			wantErrs: []string{`"sidecar"`, "Illegal option -1", "exited with code 2", "fault of argoexec's kill command"},
+			wantNot:  executor.ErrPID1Survived,
+			clock:    true,
+		},
+		{
+			// Only PID 1 and the kill shell left: the builtin fails with
+			// ESRCH, which is not a failure to signal; PID 1 then survives.
+			name:    "nothing but PID 1 left to kill",
+			running: []string{"sidecar"},
+			kill:    []string{"sidecar"},
+			onExec: func(p *fakePod, c string, cmd []string) error {
+				if isKill(cmd) {
+					return &executor.ExitCodeError{Container: c, Command: strings.Join(cmd, " "), Code: 1, Stderr: "sh: 1: kill: No such process"}
+				}
+				return nil
+			},
+			wantCalls: []string{
+				"sidecar: sh -c kill -s TERM 1",
+				"sidecar: sh -c kill -KILL -1",
+			},
+			wantErrs: []string{`"sidecar"`, "PID 1"},
+			wantIs:   executor.ErrPID1Survived,
+			clock:    true,
 		},
 		{
 			name:      "no shell",
@@ -402,7 +444,7 @@ func TestKill(t *testing.T) {
 			wantCalls: []string{
 				"main: sh -c kill -s TERM 1",
 				"sidecar: sh -c kill -s TERM 1",
-				"sidecar: sh -c kill -s KILL -1 2>/dev/null; true",
+				"sidecar: sh -c kill -KILL -1",
 			},
 			wantErrs: []string{`"sidecar"`},
 			wantIs:   executor.ErrPID1Survived,
@@ -457,6 +499,9 @@ func TestKill(t *testing.T) {
 			}
 			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
 				t.Errorf("error %q does not wrap %v", err, tc.wantIs)
+			}
+			if tc.wantNot != nil && errors.Is(err, tc.wantNot) {
+				t.Errorf("error %q wraps %v; it must not", err, tc.wantNot)
 			}
 		})
 	}

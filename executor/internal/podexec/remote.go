@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	//lint:ignore SA1019 client-go's SPDY upgrader (transport/spdy.Upgrader) still takes apimachinery's Connection type
 	compathttpstream "k8s.io/apimachinery/pkg/util/httpstream"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream"
 	streamspdy "k8s.io/streaming/pkg/httpstream/spdy"
 
@@ -89,7 +92,7 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 	if err != nil {
 		return err
 	}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	err = ex.StreamWithContext(quietClosedConn(ctx), remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	var exitErr utilexec.ExitError
 	if errors.As(err, &exitErr) && exitErr.Exited() {
 		return &executor.ExitCodeError{Container: container, Command: strings.Join(cmd, " "), Code: exitErr.ExitStatus()}
@@ -98,6 +101,52 @@ func (r *RemoteExecer) Exec(ctx context.Context, container string, cmd []string,
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	return err
+}
+
+// quietClosedConn returns ctx with a klog logger (client-go's remotecommand
+// logs through the context's) that turns the errors its stream-copying
+// goroutines report on a closed connection into a V(4) message: when a
+// session ends (its container died, as Kill makes it, or ctx ended) the
+// copies still running fail with "use of closed network connection", which
+// client-go otherwise logs as an UnhandledError although the session's own
+// result is returned. Every other error is logged as before.
+func quietClosedConn(ctx context.Context) context.Context {
+	base := klog.FromContext(ctx)
+	if base.GetSink() == nil {
+		return ctx
+	}
+	return klog.NewContext(ctx, logr.New(closedConnSink{LogSink: base.GetSink(), base: base}))
+}
+
+// closedConnSink is quietClosedConn's logger.
+type closedConnSink struct {
+	logr.LogSink
+	base logr.Logger
+}
+
+// Init implements logr.LogSink. The wrapped sink was initialised by the
+// logger it came from and is shared: initialising it again would race with
+// the sessions using it.
+func (closedConnSink) Init(logr.RuntimeInfo) {}
+
+// Error implements logr.LogSink.
+func (s closedConnSink) Error(err error, msg string, kv ...any) {
+	// The text too: some layers of the stream flatten the error.
+	if err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed network connection")) {
+		s.base.V(4).Info(msg+" (the exec session's connection closed as the session ended)", append([]any{"err", err}, kv...)...)
+		return
+	}
+	s.LogSink.Error(err, msg, kv...)
+}
+
+// WithValues implements logr.LogSink, keeping the filter.
+func (s closedConnSink) WithValues(kv ...any) logr.LogSink {
+	return closedConnSink{LogSink: s.LogSink.WithValues(kv...), base: s.base.WithValues(kv...)}
+}
+
+// WithName implements logr.LogSink, keeping the filter.
+func (s closedConnSink) WithName(name string) logr.LogSink {
+	return closedConnSink{LogSink: s.LogSink.WithName(name), base: s.base.WithName(name)}
 }
 
 // newStreamExecutor returns a remotecommand executor for the exec URL u that

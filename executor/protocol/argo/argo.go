@@ -141,7 +141,7 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	parts := protocol.FlowParts{Config: flow.WorkflowConfig{
 		Protocol: flow.Protocol{
 			InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,
-			SignalStopsMain: true, Deadline: p.Deadline,
+			SignalStopsMain: true, SidecarSurvivorsWarn: true, Deadline: p.Deadline,
 		},
 		Template: tmpl, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
 		// Argo's controller injects user sidecars as plain containers: wait stops them.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,7 +77,8 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 		return nil
 	}
 	fit := wf.NodeOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result,
-		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog}
+		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog,
+		ResultReplaced: outputs.ResultReplaced}
 	full, _, err := flow.FitResult(&fit, TaskResultOutputsBudget)
 	if err != nil {
 		return err
@@ -92,7 +95,14 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 	if err := json.Unmarshal(b, &outMap); err != nil {
 		return fmt.Errorf("encode outputs: %w", err)
 	}
-	return r.upsert(ctx, "outputs", outMap, func() error {
+	fields := map[string]any{"outputs": outMap}
+	if fit.ResultReplaced != nil {
+		// Argo's Outputs has no field for it: the task result's message
+		// (which v3.3.8's controller does not read) carries it, beside
+		// wait's log.
+		fields["message"] = fit.ResultReplaced.String()
+	}
+	return r.upsert(ctx, fields, func() error {
 		if r.Fallback == nil {
 			return nil
 		}
@@ -104,7 +114,7 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 // Argo's argoexec does on every ARGO_PROGRESS_PATCH_TICK_DURATION; on 403
 // it goes to the pod's progress annotation when Fallback can write one.
 func (r *TaskResultReporter) ReportProgress(ctx context.Context, progress string) error {
-	return r.upsert(ctx, "progress", progress, func() error {
+	return r.upsert(ctx, map[string]any{"progress": progress}, func() error {
 		if p, ok := r.Fallback.(flow.ProgressReporter); ok {
 			return p.ReportProgress(ctx, progress)
 		}
@@ -112,15 +122,21 @@ func (r *TaskResultReporter) ReportProgress(ctx context.Context, progress string
 	})
 }
 
-// upsert creates the task result with field set to value, or merge-patches
-// that field when it exists; fallback runs instead on 403, when Fallback is
+// upsert creates the task result with fields set, or merge-patches those
+// fields when it exists; fallback runs instead on 403, when Fallback is
 // set.
-func (r *TaskResultReporter) upsert(ctx context.Context, field string, value any, fallback func() error) error {
+func (r *TaskResultReporter) upsert(ctx context.Context, fields map[string]any, fallback func() error) error {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "WorkflowTaskResult",
-		field:        value,
 	}}
+	names := make([]string, 0, len(fields))
+	for k, v := range fields {
+		obj.Object[k] = v
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	field := strings.Join(names, " and ")
 	obj.SetName(r.NodeID)
 	obj.SetNamespace(r.Namespace)
 	labels := map[string]string{wf.LabelWorkflow: r.WorkflowName}
@@ -131,7 +147,7 @@ func (r *TaskResultReporter) upsert(ctx context.Context, field string, value any
 	// Argo v3.3.8 writes the non-canonical kind "pods"; its garbage
 	// collection works either way, and we match what its controller expects.
 	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "pods", Name: r.PodName, UID: types.UID(r.PodUID)}})
-	patch, err := json.Marshal(map[string]any{field: value})
+	patch, err := json.Marshal(fields)
 	if err != nil {
 		return fmt.Errorf("encode %s patch: %w", field, err)
 	}

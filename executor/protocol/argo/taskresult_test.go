@@ -44,6 +44,7 @@ func TestTaskResultReporter(t *testing.T) {
 		wantErr      string
 		wantFallback bool
 		wantActions  []string
+		wantMessage  string // in the task result's message
 	}{
 		{name: "created with labels and owner", outputs: outputs, wantActions: []string{"create"}},
 		{name: "merge-patched when it exists (progress kept)", outputs: outputs, objects: []runtime.Object{existing}, wantActions: []string{"create", "patch"}},
@@ -54,6 +55,13 @@ func TestTaskResultReporter(t *testing.T) {
 		{name: "a busy server is retried, then the error names the attempts", outputs: outputs,
 			failCreate: apierrors.NewServiceUnavailable("busy"), wantErr: "(attempt 5)", wantActions: []string{"create", "create", "create", "create", "create"}},
 		{name: "nothing to report writes nothing", outputs: &wf.NodeOutputs{ExitCode: new(int)}},
+		// Argo's Outputs has no field for replaced bytes: the message says it.
+		{name: "replaced bytes are said in the message", outputs: &wf.NodeOutputs{Result: &result,
+			Parameters: outputs.Parameters, ResultReplaced: &wf.ResultReplacement{Bytes: 2, FirstOffset: 7}},
+			wantActions: []string{"create"}, wantMessage: "2 bytes that are not UTF-8 (the first at byte offset 7 of main's output)"},
+		{name: "replaced bytes are said in the message of a patch too", outputs: &wf.NodeOutputs{Result: &result,
+			Parameters: outputs.Parameters, ResultReplaced: &wf.ResultReplacement{Bytes: 1, FirstOffset: 0}},
+			objects: []runtime.Object{existing}, wantActions: []string{"create", "patch"}, wantMessage: "1 bytes that are not UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +114,9 @@ func TestTaskResultReporter(t *testing.T) {
 			}
 			if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "outputs", "exitCode"); found {
 				t.Errorf("outputs.exitCode reported; the controller reads it from main's status")
+			}
+			if m, _, _ := unstructured.NestedString(got.Object, "message"); !strings.Contains(m, tt.wantMessage) || tt.wantMessage == "" && m != "" {
+				t.Errorf("message = %q, want it to say %q", m, tt.wantMessage)
 			}
 			params, _, _ := unstructured.NestedSlice(got.Object, "outputs", "parameters")
 			if len(params) != 1 || params[0].(map[string]any)["value"] != "42" {

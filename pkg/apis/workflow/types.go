@@ -451,6 +451,22 @@ type UserContainer struct {
 	MirrorVolumeMounts *bool `json:"mirrorVolumeMounts,omitempty"`
 }
 
+// ResultReplacement says how many bytes of a script's result were not UTF-8
+// and were replaced with U+FFFD (one per byte) when the result was encoded,
+// and where in main's output the first of them was.
+type ResultReplacement struct {
+	// Bytes is how many bytes were replaced.
+	Bytes int64 `json:"bytes"`
+	// FirstOffset is the offset in main's standard output of the first.
+	FirstOffset int64 `json:"firstOffset"`
+}
+
+// String says what was replaced, for logs and messages.
+func (r *ResultReplacement) String() string {
+	return fmt.Sprintf("the result holds %d bytes that are not UTF-8 (the first at byte offset %d of main's output): each was replaced with U+FFFD; "+
+		"write binary output to a file and declare it as an output artifact", r.Bytes, r.FirstOffset)
+}
+
 // NodeOutputs is what wait reports, as JSON in the pod annotation
 // AnnotationOutputs: the output parameters with their values, the uploaded
 // artifacts with their locations, a script's result and main's exit code.
@@ -468,6 +484,9 @@ type NodeOutputs struct {
 	// ResultDroppedBytes is how many bytes of main's output were dropped
 	// from the head of Result when it was cut.
 	ResultDroppedBytes int64 `json:"resultDroppedBytes,omitempty"`
+	// ResultReplaced, when set, says Result held bytes that are not UTF-8,
+	// which its JSON encoding replaced with U+FFFD.
+	ResultReplaced *ResultReplacement `json:"resultReplaced,omitempty"`
 	// ResultIsLog says Result is the tail of main's output, which a
 	// reporter may cut further to fit its budget; a result that is a
 	// document (a data template's JSON) is never cut. It is not reported.
