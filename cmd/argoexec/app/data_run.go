@@ -15,15 +15,7 @@ func dataRunner() func(context.Context, *DataOptions) error { return runData }
 
 // runData is what `argoexec data` does once its options are valid.
 func runData(ctx context.Context, o *DataOptions) error {
-	tmpl, err := o.Protocol.Template(o.TemplatePath)
-	if err != nil {
-		return err
-	}
-	restCfg, err := restConfig(o.Backend.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	parts, err := o.Protocol.Main(o.request(tmpl, restCfg, o.Log))
+	tmpl, _, parts, err := o.mainParts()
 	if err != nil {
 		return err
 	}

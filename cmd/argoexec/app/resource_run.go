@@ -17,11 +17,7 @@ func resourceRunner() func(context.Context, *ResourceOptions) error { return run
 
 // runResource is what `argoexec resource` does once its options are valid.
 func runResource(ctx context.Context, o *ResourceOptions) error {
-	tmpl, err := o.Protocol.Template(o.TemplatePath)
-	if err != nil {
-		return err
-	}
-	restCfg, err := restConfig(o.Backend.Kubeconfig)
+	tmpl, restCfg, parts, err := o.mainParts()
 	if err != nil {
 		return err
 	}
@@ -32,10 +28,6 @@ func runResource(ctx context.Context, o *ResourceOptions) error {
 	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("create Kubernetes discovery client: %w", err)
-	}
-	parts, err := o.Protocol.Main(o.request(tmpl, restCfg, o.Log))
-	if err != nil {
-		return err
 	}
 	log := o.Log.WithField("action", o.Action)
 	e := &resource.Executor{
