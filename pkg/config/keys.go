@@ -27,9 +27,9 @@ func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
 	refused := "Argo's; refused by workflow-controller (not implemented): "
 	return []KeyDoc{
-		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, k8sapi or kubelet."},
+		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, k8sapi or kubelet (emissary: pods built by Argo's controller only)."},
 		{"containerRuntimeExecutors", "", "Ordered list of {name, selector}; the first selector matching the workflow's labels picks the backend. The workflow label " + workflow.LabelContainerRuntimeExecutor + " overrides it."},
-		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, k8sapi or kubelet."},
+		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, k8sapi, kubelet, or emissary under Argo's controller; Argo's pns is accepted here and refused for a workflow it picks."},
 		{"containerRuntimeExecutors[].selector", "", "Label selector (matchLabels, matchExpressions) matched against the workflow's labels; must not be empty."},
 		{"kubeletPort", strconv.Itoa(workflow.DefaultKubeletPort), "HTTPS port of the node's kubelet (kubelet backend)."},
 		{"kubeletInsecure", "false", "Skip verification of the kubelet's serving certificate (kubelet backend); excludes kubeletCAFile."},
