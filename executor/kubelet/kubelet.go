@@ -224,6 +224,7 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		u += "?" + query.Encode()
 	}
 	retry := backoff.Exponential(e.clock, authRetryFirst, authRetryMaxDelay)
+	sawUnreachable := false
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -238,9 +239,10 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 		}
 		serr := e.statusError(resp, "get", path)
 		var se *StatusError
-		if attempt >= authRetryAttempts || !errors.As(serr, &se) || !authorizerUnreachable(se) {
+		if attempt >= authRetryAttempts || !errors.As(serr, &se) || !(authorizerUnreachable(se) || sawUnreachable && se.Code == http.StatusForbidden) {
 			return nil, serr
 		}
+		sawUnreachable = true
 		e.log.WithError(serr).WithField("retryIn", retry.Delay()).Info("kubelet: could not check the grant with the API server; asking again")
 		if err := retry.Wait(ctx); err != nil {
 			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, err)
@@ -253,9 +255,13 @@ func (e *Executor) get(ctx context.Context, path string, query url.Values) (*htt
 // API server restarts, it answers 500 "Authorization error (user=…, verb=…,
 // resource=nodes, subresource=proxy)". get asks again, authRetryAttempts
 // times at most, waiting authRetryFirst doubling to authRetryMaxDelay
-// (about 15 s in all).
+// (about 27 s in all). Once it has answered that, a 403 is asked again too:
+// a kube-apiserver that has just started refuses every SubjectAccessReview
+// until its RBAC caches are filled (the fault suite's APIServerDown10s got
+// one 403 right after eleven seconds of 500s), so a refusal right after an
+// outage is the restart, not the grants. A 403 that comes first is final.
 const (
-	authRetryAttempts = 6
+	authRetryAttempts = 9
 	authRetryFirst    = 500 * time.Millisecond
 	authRetryMaxDelay = 4 * time.Second
 )
