@@ -33,6 +33,9 @@ func (we *WorkflowExecutor) includeResult() bool {
 // and a log warning say how many and where the first one was. The reporter
 // may cut it further to what its budget leaves (FitResult). A backend that
 // cannot separate stdout from stderr gives the combined log, with a warning.
+// A backend that reads the log the node's container runtime writes
+// (LogChecker) is asked whether that log may lack main's last output:
+// out.ResultIncomplete and a log warning then say why.
 func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
 	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
 	if errors.Is(err, executor.ErrNotSupported) {
@@ -71,7 +74,28 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 	}
 	s := string(b)
 	out.Result, out.ResultIsLog = &s, true
+	if lc, ok := we.runtime.(LogChecker); ok {
+		why, err := lc.LogIncomplete(ctx, wf.MainContainerName)
+		if err != nil {
+			// The result is reported as read; only the check failed.
+			we.log.WithError(err).Warn("could not check that main's log reaches main's exit: the result is reported as read")
+		}
+		if why != "" {
+			out.ResultIncomplete = why
+			we.log.Warn("the result may be incomplete: " + why)
+		}
+	}
 	return nil
+}
+
+// LogChecker is implemented by backends that read main's output from the
+// log the node's container runtime writes (k8sapi, kubelet), which loses
+// what main printed last when the runtime was down as main exited.
+type LogChecker interface {
+	// LogIncomplete returns why the log of the named container, which has
+	// exited, may be missing the end of what it printed, or "" when
+	// nothing says so.
+	LogIncomplete(ctx context.Context, containerName string) (string, error)
 }
 
 // invalidUTF8 counts the bytes of b that are not part of a valid UTF-8

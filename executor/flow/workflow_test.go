@@ -300,6 +300,55 @@ func deref(s *string) string {
 // TestWaitStopRequest: under Argo's controller SIGTERM is its stop command
 // (kill -15 $(pidof argoexec)), so wait stops main and saves; its
 // ARGO_DEADLINE bounds main like activeDeadlineSeconds.
+// logChecking is a fake backend whose log may lack main's last output.
+type logChecking struct {
+	*executortest.Fake
+	why string
+	err error
+}
+
+func (l logChecking) LogIncomplete(context.Context, string) (string, error) { return l.why, l.err }
+
+// TestWaitResultIncomplete: a backend that says main's log may lack its
+// end gets the result marked, with the reason, and a warning; a check that
+// fails is said and changes nothing.
+func TestWaitResultIncomplete(t *testing.T) {
+	for _, tt := range []struct {
+		name, why string
+		err       error
+		wantLog   string
+	}{
+		{name: "complete"},
+		{name: "incomplete", why: "the runtime was down", wantLog: "the result may be incomplete: the runtime was down"},
+		{name: "check failed", err: errors.New("503"), wantLog: "could not check that main's log reaches main's exit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &executortest.Fake{GetOutputStreamFunc: func(context.Context, string, bool) (io.ReadCloser, error) {
+				return io.NopCloser(strings.NewReader("42\n")), nil
+			}}
+			rep := &recorder{}
+			log, hook := logtest.NewNullLogger()
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, logChecking{fake, tt.why, tt.err}, nil, rep, logrus.NewEntry(log))
+			if err := we.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.got.Result; r == nil || *r != "42" {
+				t.Errorf("result = %q, want the log as read", deref(r))
+			}
+			if rep.got.ResultIncomplete != tt.why {
+				t.Errorf("resultIncomplete = %q, want %q", rep.got.ResultIncomplete, tt.why)
+			}
+			var logged strings.Builder
+			for _, e := range hook.AllEntries() {
+				logged.WriteString(e.Message + " " + fmt.Sprint(e.Data["error"]) + "\n")
+			}
+			if tt.wantLog != "" && !strings.Contains(logged.String(), tt.wantLog) {
+				t.Errorf("wait's log does not say %q:\n%s", tt.wantLog, logged.String())
+			}
+		})
+	}
+}
+
 func TestWaitStopRequest(t *testing.T) {
 	sixty := int64(60)
 	tests := []struct {

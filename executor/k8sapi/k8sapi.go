@@ -255,3 +255,19 @@ func errNoSplitLogs(container string) error {
 	return executor.NotSupported(workflow.ExecutorK8sAPI, fmt.Sprintf("log of container %q without stderr", container),
 		"pods/log gives stdout alone only with the feature gate PodLogsQuerySplitStreams on the API server and the kubelet (Kubernetes 1.32 or later); enable it, ask for combined output, or use the docker backend")
 }
+
+// LogIncomplete says why the log of the named container, which has exited,
+// may be missing the end of what it printed (the container runtime was down
+// when it exited; the engine's LogIncomplete says how that is told), or ""
+// when nothing says so. It asks pods/log for the last line with its
+// timestamp only when the status showed the exit late.
+func (e *Executor) LogIncomplete(ctx context.Context, containerName string) (string, error) {
+	return e.Engine.LogIncomplete(ctx, containerName, func(ctx context.Context, c string) (time.Time, bool, error) {
+		rc, err := e.logs(ctx, &corev1.PodLogOptions{Container: c, TailLines: new(int64(1)), Timestamps: true})
+		if err != nil {
+			return time.Time{}, false, e.apiError(ctx, "get the last line of the log", "get", "pods/log", err)
+		}
+		defer rc.Close()
+		return podexec.LastLineTime(rc)
+	})
+}

@@ -357,3 +357,19 @@ func (l *logStream) Read(p []byte) (int, error) {
 
 // Close implements io.Closer.
 func (l *logStream) Close() error { return l.rc.Close() }
+
+// LogIncomplete says why the log of the named container, which has exited,
+// may be missing the end of what it printed (the container runtime was down
+// when it exited; the engine's LogIncomplete says how that is told), or ""
+// when nothing says so. It asks /containerLogs for the last line with its
+// timestamp only when the status showed the exit late.
+func (e *Executor) LogIncomplete(ctx context.Context, containerName string) (string, error) {
+	return e.Engine.LogIncomplete(ctx, containerName, func(ctx context.Context, c string) (time.Time, bool, error) {
+		resp, err := e.get(ctx, e.logPath(c), url.Values{"tailLines": {"1"}, "timestamps": {"true"}})
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("get the last line of the log from %s: %w", e.cfg.addr(), err)
+		}
+		defer resp.Body.Close()
+		return podexec.LastLineTime(resp.Body)
+	})
+}

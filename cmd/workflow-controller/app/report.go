@@ -83,6 +83,9 @@ func PrintOutputs(out io.Writer, annotation string, exitCode *int) {
 		if o.ResultReplaced != nil {
 			r += " (" + o.ResultReplaced.String() + ")"
 		}
+		if o.ResultIncomplete != "" {
+			r += " (may be incomplete: " + o.ResultIncomplete + ")"
+		}
 		fmt.Fprintf(tw, "  result\t\t%s\n", r)
 	}
 	if exitCode != nil {

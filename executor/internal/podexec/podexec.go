@@ -117,6 +117,9 @@ type Engine struct {
 	// whose exec session died with it before the status said so. A
 	// container restarted since (a native sidecar) has another ID.
 	exits map[string]string
+	// reports records, by container name, when the status first showed
+	// an instance of it terminated (LogIncomplete).
+	reports map[string]exitReport
 
 	// endedByExec and endedByStatus count the Waits that returned because
 	// the exec fast path, or the status, saw the last container exit.
@@ -134,7 +137,7 @@ func New(cfg Config) *Engine {
 	if cfg.ExitConfirmTimeout == 0 {
 		cfg.ExitConfirmTimeout = DefaultExitConfirmTimeout
 	}
-	return &Engine{cfg: cfg, maxFileBytes: wf.MaxFileBytes, exits: map[string]string{}}
+	return &Engine{cfg: cfg, maxFileBytes: wf.MaxFileBytes, exits: map[string]string{}, reports: map[string]exitReport{}}
 }
 
 // sawExit reports whether exec saw this instance (id) of container exit.

@@ -173,6 +173,7 @@ func (e *Engine) until(ctx context.Context, pod *corev1.Pod, names []string, o u
 			return untilResult{pod: pod}, err
 		case p := <-pods:
 			pod = p
+			e.noteExits(pod, names)
 			if ok, err := done(pod); ok || err != nil {
 				return untilResult{pod: pod}, err
 			}

@@ -78,7 +78,7 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 	}
 	fit := wf.NodeOutputs{Parameters: outputs.Parameters, Artifacts: outputs.Artifacts, Result: outputs.Result,
 		ResultTruncated: outputs.ResultTruncated, ResultDroppedBytes: outputs.ResultDroppedBytes, ResultIsLog: outputs.ResultIsLog,
-		ResultReplaced: outputs.ResultReplaced}
+		ResultReplaced: outputs.ResultReplaced, ResultIncomplete: outputs.ResultIncomplete}
 	full, _, err := flow.FitResult(&fit, TaskResultOutputsBudget)
 	if err != nil {
 		return err
@@ -96,11 +96,18 @@ func (r *TaskResultReporter) Report(ctx context.Context, outputs *wf.NodeOutputs
 		return fmt.Errorf("encode outputs: %w", err)
 	}
 	fields := map[string]any{"outputs": outMap}
+	// Argo's Outputs has no field for what was replaced or may be missing:
+	// the task result's message (which v3.3.8's controller does not read)
+	// carries it, beside wait's log.
+	var notes []string
 	if fit.ResultReplaced != nil {
-		// Argo's Outputs has no field for it: the task result's message
-		// (which v3.3.8's controller does not read) carries it, beside
-		// wait's log.
-		fields["message"] = fit.ResultReplaced.String()
+		notes = append(notes, fit.ResultReplaced.String())
+	}
+	if fit.ResultIncomplete != "" {
+		notes = append(notes, "the result may be incomplete: "+fit.ResultIncomplete)
+	}
+	if len(notes) > 0 {
+		fields["message"] = strings.Join(notes, "; ")
 	}
 	return r.upsert(ctx, fields, func() error {
 		if r.Fallback == nil {

@@ -62,6 +62,9 @@ func TestTaskResultReporter(t *testing.T) {
 		{name: "replaced bytes are said in the message of a patch too", outputs: &wf.NodeOutputs{Result: &result,
 			Parameters: outputs.Parameters, ResultReplaced: &wf.ResultReplacement{Bytes: 1, FirstOffset: 0}},
 			objects: []runtime.Object{existing}, wantActions: []string{"create", "patch"}, wantMessage: "1 bytes that are not UTF-8"},
+		{name: "a result that may be incomplete is said in the message", outputs: &wf.NodeOutputs{Result: &result,
+			Parameters: outputs.Parameters, ResultIncomplete: "the runtime was down"},
+			wantActions: []string{"create"}, wantMessage: "the result may be incomplete: the runtime was down"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -487,6 +487,11 @@ type NodeOutputs struct {
 	// ResultReplaced, when set, says Result held bytes that are not UTF-8,
 	// which its JSON encoding replaced with U+FFFD.
 	ResultReplaced *ResultReplacement `json:"resultReplaced,omitempty"`
+	// ResultIncomplete, when set, says why Result may be missing the end
+	// of what main printed: its log, written by the node's container
+	// runtime, may not hold all of it (the runtime was down when main
+	// exited). The step still succeeds or fails by main's exit code.
+	ResultIncomplete string `json:"resultIncomplete,omitempty"`
 	// ResultIsLog says Result is the tail of main's output, which a
 	// reporter may cut further to fit its budget; a result that is a
 	// document (a data template's JSON) is never cut. It is not reported.

@@ -32,6 +32,10 @@ const caseTimeout = 3 * time.Minute
 // outage is how long a stopped API server stays down.
 const outage = 10 * time.Second
 
+// containerdDownAfterExit is how long containerd stays down after main has exited: longer
+// than the late report (3 s past finishedAt) that makes wait look at main's log.
+const containerdDownAfterExit = 6 * time.Second
+
 // etcdStall is how long etcd stays paused once wait is reporting.
 const etcdStall = 8 * time.Second
 
@@ -153,6 +157,41 @@ func faults() []fault {
 			check: intact,
 		},
 		{
+			// main prints its result and exits while containerd is down: containerd's CRI
+			// plugin, which copies a container's output to its log, never copies what was
+			// printed then. wait must not report that result as complete: either the log
+			// kept it, or the outputs say the result may be incomplete (issue 25, item 2).
+			name: "ContainerdDownAtExit",
+			skip: map[string]string{wf.ExecutorDocker: "dockerd copies main's output from the shim's pipes itself, not through containerd's CRI log: ContainerdRestarted covers docker"},
+			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
+				tb.stop(t, "containerd")
+				releaseAll(ctx, t, steps)
+				time.Sleep(containerdDownAfterExit) // the fault's length
+				tb.up(t, "containerd")
+			},
+			check: func(ctx context.Context, t *testing.T, s *step) string {
+				p, err := s.finish(ctx)
+				if err != nil {
+					t.Fatalf("%v\nwait log:\n%s", err, s.waitLog())
+				}
+				o := s.checkIntactBut(ctx, t, p, false)
+				switch {
+				case o.Result != nil && *o.Result == s.result:
+					if o.ResultIncomplete != "" {
+						t.Logf("the result is whole but marked incomplete: %s", o.ResultIncomplete)
+					}
+					return "outputs intact (the log kept main's output)"
+				case o.ResultIncomplete == "":
+					t.Errorf("result %q reported as complete; main printed %q\nwait log:\n%s", deref(o.Result), s.result, s.waitLog())
+				case !strings.Contains(o.ResultIncomplete, "container runtime was probably down"):
+					t.Errorf("resultIncomplete %q does not say why", o.ResultIncomplete)
+				case !strings.Contains(s.waitLog(), "the result may be incomplete"):
+					t.Errorf("wait's log does not warn that the result may be incomplete:\n%s", s.waitLog())
+				}
+				return fmt.Sprintf("result %q marked incomplete: %s", deref(o.Result), firstLine(o.ResultIncomplete))
+			},
+		},
+		{
 			name: "PodDeleted",
 			skip: map[string]string{wf.ExecutorDocker: "no kubelet runs the docker step's pod here: deleting the pod object stops no container"},
 			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
@@ -239,6 +278,13 @@ func waitMessage(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<none>"
+	}
+	return *s
 }
 
 func firstLine(s string) string {
