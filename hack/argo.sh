@@ -5,6 +5,8 @@
 #   hack/argo.sh up       build (cached), images, CRDs, namespaces, RBAC, ConfigMaps; start the
 #                         controllers (idempotent; recovers from a SIGKILLed run)
 #   hack/argo.sh down     stop the controllers (namespaces, workflows and CRDs stay)
+#   hack/argo.sh kill     SIGKILL the running controllers, as a crash would (the fault suite)
+#   hack/argo.sh start    start the controllers that are not running (after kill; no set-up)
 #   hack/argo.sh status   each controller (pid, RSS, namespace, executor image)
 #   hack/argo.sh env      the export lines for the e2e tier
 #
@@ -227,6 +229,29 @@ cmd_down() {
   for name in upstream ours; do stop_controller "$name"; done
 }
 
+# cmd_kill: SIGKILL each running controller (its pid file and orphans), and wait until it is gone.
+cmd_kill() {
+  local name pids p
+  for name in $ARGO_CONTROLLERS; do
+    pids=$( { controller_pid "$name"; orphan_pids "$name"; } | sort -u)
+    [ -n "$pids" ] || continue
+    log "killing argo controller $name (pid $(echo "$pids" | tr '\n' ' '))"
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    for p in $pids; do
+      while [ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; do sleep 0.05; done
+    done
+  done
+}
+
+# cmd_start: start the controllers not running, with what cmd_up set up last.
+cmd_start() {
+  mkdir -p "$LOGS" "$RUN"
+  [ -f "$CONTROLLER_KUBECONFIG" ] || die "$CONTROLLER_KUBECONFIG missing: run hack/argo.sh up first"
+  local name
+  for name in $ARGO_CONTROLLERS; do start_controller "$name"; done
+}
+
 cmd_status() {
   local name pid rc=0
   for name in upstream ours; do
@@ -275,13 +300,15 @@ take_lock() {
 main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
-  case $cmd in up|down) take_lock ;; esac
+  case $cmd in up|down|kill|start) take_lock ;; esac
   case $cmd in
     up) cmd_up ;;
     down) cmd_down ;;
+    kill) cmd_kill ;;
+    start) cmd_start ;;
     status) cmd_status ;;
     env) cmd_env ;;
-    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
   esac
 }
 

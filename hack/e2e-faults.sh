@@ -12,5 +12,5 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export ARGOEXEC_E2E_EXCLUSIVE=1 ARGOEXEC_E2E_TAGS=e2e ARGOEXEC_E2E_PKGS=./test/e2e/faults
-export ARGOEXEC_E2E_TIMEOUT=${ARGOEXEC_E2E_TIMEOUT:-12m}
+export ARGOEXEC_E2E_TIMEOUT=${ARGOEXEC_E2E_TIMEOUT:-25m}
 exec hack/e2e.sh "$@"

@@ -62,10 +62,19 @@ func newFlowCmd(use, short string, o *flowOptions, complete func() error, valida
 }
 
 // WaitOptions are the settings of `argoexec wait`.
-type WaitOptions struct{ flowOptions }
+type WaitOptions struct {
+	flowOptions
+	// TerminationLog is wait's terminationMessagePath (IO.TerminationLog):
+	// runWait writes errWaitUnfinished there first, so that a wait killed
+	// before it finishes leaves a message naming it.
+	TerminationLog string
+}
 
 // Complete fills the options from the environment.
-func (o *WaitOptions) Complete(g *globalOptions, stdio IO) error { return o.complete("wait", g, stdio) }
+func (o *WaitOptions) Complete(g *globalOptions, stdio IO) error {
+	o.TerminationLog = stdio.TerminationLog
+	return o.complete("wait", g, stdio)
+}
 
 // Validate checks the options, the backend's settings included, before any work.
 func (o *WaitOptions) Validate() error {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -15,8 +16,34 @@ import (
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
+// errWaitUnfinished is wait's termination message until it ends by itself:
+// a wait that is SIGKILLed (the OOM killer, the pod's deadline, a node
+// shutdown) writes nothing, and the controller would show only "Error (exit
+// code 137)". Whatever wait returns then replaces it.
+var errWaitUnfinished = errors.New("argoexec wait was stopped before it finished (SIGKILL, the OOM killer or a crash): " +
+	"main's outputs were not all saved and reported; wait's log says how far it got")
+
 // runWait is what `argoexec wait` does once its options are valid.
 func runWait(ctx context.Context, o *WaitOptions) error {
+	return untilFinished(o.TerminationLog, o.Log, func() error { return runWaitFlow(ctx, o) })
+}
+
+// untilFinished runs fn with errWaitUnfinished in the termination message at
+// path, and empties it when fn succeeds (an error is written over it by Run).
+func untilFinished(path string, log *logrus.Entry, fn func() error) error {
+	if err := writeTerminationMessage(path, errWaitUnfinished); err != nil {
+		log.WithError(err).Warn("could not write the termination message that says wait did not finish")
+	}
+	err := fn()
+	if err == nil {
+		if cerr := clearTerminationMessage(path); cerr != nil {
+			log.WithError(cerr).Warn("could not clear the termination message")
+		}
+	}
+	return err
+}
+
+func runWaitFlow(ctx context.Context, o *WaitOptions) error {
 	defer startCPUProfile(o.CPUProfile, o.Log)()
 	usage := startStepUsage(ctx, clock.RealClock{})
 	defer usage.finish(o.Log)

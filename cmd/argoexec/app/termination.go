@@ -24,6 +24,20 @@ func writeTerminationMessage(path string, err error) error {
 		note := fmt.Sprintf(" ... [%d bytes cut; the whole error is in the container's log]", len(msg)-maxTerminationMessage)
 		msg = msg[:maxTerminationMessage-len(note)-20] + note
 	}
+	return writeTermination(path, msg)
+}
+
+// clearTerminationMessage empties the file at path, which a message
+// written earlier (errWaitUnfinished) is in; outside a pod nothing is done.
+func clearTerminationMessage(path string) error {
+	if path == "" {
+		return nil
+	}
+	return writeTermination(path, "")
+}
+
+// writeTermination replaces what the existing file at path holds with msg.
+func writeTermination(path, msg string) error {
 	f, oerr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if errors.Is(oerr, fs.ErrNotExist) {
 		return nil

@@ -103,3 +103,44 @@ func TestEveryFailureReachesTheTerminationMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitUnfinishedMessage: while wait runs, its termination message says
+// it did not finish (what a SIGKILLed wait leaves for the controller); a
+// wait that succeeds leaves it empty, one that fails leaves its error.
+func TestWaitUnfinishedMessage(t *testing.T) {
+	boom := errors.New("report outputs: 503")
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{name: "succeeds", want: ""},
+		{name: "fails", err: boom, want: boom.Error()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "termination-log")
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ns := filepath.Join(t.TempDir(), "namespace")
+			if err := os.WriteFile(ns, []byte("ns1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var during string
+			r := runners{wait: func(_ context.Context, o *WaitOptions) error {
+				return untilFinished(o.TerminationLog, o.Log, func() error {
+					b, _ := os.ReadFile(p)
+					during = string(b)
+					return tt.err
+				})
+			}}
+			_ = run(context.Background(), []string{"wait"}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(baseEnv()), TerminationLog: p, NamespaceFile: ns}, r)
+			if !strings.Contains(during, "argoexec wait was stopped before it finished") {
+				t.Errorf("termination message while wait runs = %q, want it to say wait did not finish", during)
+			}
+			if b, _ := os.ReadFile(p); string(b) != tt.want {
+				t.Errorf("termination message after = %q, want %q", b, tt.want)
+			}
+		})
+	}
+}
