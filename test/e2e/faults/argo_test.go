@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
@@ -119,6 +124,7 @@ type argoRun struct {
 	data    []byte
 	name    string     // the workflow's name
 	pod     corev1.Pod // produce's pod, once it runs
+	tokens  *argoTokens
 }
 
 func (r *argoRun) label() string { return r.a.Controller.Name + "/" + r.backend }
@@ -134,7 +140,8 @@ func (r *argoRun) read(name string) []byte {
 }
 
 // newArgoRun writes the run's inputs into a fresh host directory and submits its workflow.
-func newArgoRun(ctx context.Context, t *testing.T, a *framework.Argo, backend string) *argoRun {
+func newArgoRun(ctx context.Context, t *testing.T, a *framework.Argo, backend string,
+	prepare func(context.Context, *testing.T, *argoRun, *unstructured.Unstructured)) *argoRun {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "argoexec-argofaults-")
 	if err != nil {
@@ -158,6 +165,9 @@ func newArgoRun(ctx context.Context, t *testing.T, a *framework.Argo, backend st
 	u, err := framework.ParseWorkflow([]byte(y))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(ctx, t, r, u)
 	}
 	created, err := a.Submit(ctx, u, backend)
 	if err != nil {
@@ -349,9 +359,11 @@ func (r *argoRun) killWait(t *testing.T) {
 
 // argoFault is one case of the Argo fault suite.
 type argoFault struct {
-	name   string
-	inject func(ctx context.Context, t *testing.T, tb testbed, runs []*argoRun)
-	check  func(ctx context.Context, t *testing.T, r *argoRun) string
+	name string
+	// prepare, when not nil, changes each run's workflow before it is submitted.
+	prepare func(ctx context.Context, t *testing.T, r *argoRun, u *unstructured.Unstructured)
+	inject  func(ctx context.Context, t *testing.T, tb testbed, runs []*argoRun)
+	check   func(ctx context.Context, t *testing.T, r *argoRun) string
 }
 
 func releaseRuns(ctx context.Context, t *testing.T, runs []*argoRun) {
@@ -435,6 +447,22 @@ func argoFaults() []argoFault {
 				}
 				time.Sleep(3 * time.Second) // wait reports while no controller runs
 				argoScript(t, "start")
+			},
+			check: intact,
+		},
+		{
+			// the token wait and init read is rotated while wait waits (token_test.go says
+			// how the suite stands in for the kubelet's rotation); the first service account
+			// is deleted, so wait reports only if it reads the file again
+			name: "ServiceAccountTokenRotated",
+			prepare: func(ctx context.Context, t *testing.T, r *argoRun, u *unstructured.Unstructured) {
+				r.tokens = newArgoTokens(ctx, t, r, u)
+			},
+			inject: func(ctx context.Context, t *testing.T, tb testbed, runs []*argoRun) {
+				for _, r := range runs {
+					r.tokens.rotate(ctx, t)
+				}
+				releaseRuns(ctx, t, runs)
 			},
 			check: intact,
 		},
@@ -528,7 +556,7 @@ func TestArgoFaults(t *testing.T) {
 			var runs []*argoRun
 			for _, a := range argos {
 				for _, be := range argoBackendsUnderFaults {
-					runs = append(runs, newArgoRun(ctx, t, a, be))
+					runs = append(runs, newArgoRun(ctx, t, a, be, fc.prepare))
 				}
 			}
 			for _, r := range runs {
@@ -554,5 +582,127 @@ func TestArgoFaults(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// argoTokens is one run's pair of service accounts, bound as the namespace's default one is
+// (Argo's executor grants), and the host directory that produce's init and wait read their
+// token from (the pod's own token is not mounted: podSpecPatch).
+type argoTokens struct {
+	r      *argoRun
+	first  string
+	second string
+	dir    string
+}
+
+func newArgoTokens(ctx context.Context, t *testing.T, r *argoRun, u *unstructured.Unstructured) *argoTokens {
+	t.Helper()
+	c, ns := r.a.Client, r.a.Controller.Namespace
+	id := randHex(t, 4)
+	at := &argoTokens{r: r, first: "fault-" + id + "-a", second: "fault-" + id + "-b"}
+	for _, sa := range []string{at.first, at.second} {
+		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.CoreV1().ServiceAccounts(ns).Delete(context.Background(), sa, metav1.DeleteOptions{}) })
+	}
+	def := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: at.first, Namespace: ns}, {Kind: rbacv1.ServiceAccountKind, Name: at.second, Namespace: ns}}
+	rbs, err := c.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rb := range rbs.Items {
+		if !slices.Contains(rb.Subjects, def) {
+			continue
+		}
+		nb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rb.Name + "-" + id}, RoleRef: rb.RoleRef, Subjects: subjects}
+		if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, nb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.RbacV1().RoleBindings(ns).Delete(context.Background(), nb.Name, metav1.DeleteOptions{}) })
+	}
+	crbs, err := c.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rb := range crbs.Items {
+		if !slices.Contains(rb.Subjects, def) {
+			continue
+		}
+		nb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rb.Name + "-" + id}, RoleRef: rb.RoleRef, Subjects: subjects}
+		if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, nb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.RbacV1().ClusterRoleBindings().Delete(context.Background(), nb.Name, metav1.DeleteOptions{})
+		})
+	}
+	dir, err := os.MkdirTemp("", "argoexec-argofaults-sa-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	at.dir = dir
+	ca, err := os.ReadFile(r.a.Env.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at.write(t, "ca.crt", string(ca))
+	at.write(t, "namespace", ns)
+	at.write(t, "token", at.token(ctx, t, at.first))
+	if err := unstructured.SetNestedField(u.Object, at.first, "spec", "serviceAccountName"); err != nil {
+		t.Fatal(err)
+	}
+	mount := []any{map[string]any{"name": "sa-token", "mountPath": saDir, "readOnly": true}}
+	patch := map[string]any{
+		"automountServiceAccountToken": false,
+		"volumes":                      []any{map[string]any{"name": "sa-token", "hostPath": map[string]any{"path": dir, "type": "Directory"}}},
+		"initContainers":               []any{map[string]any{"name": "init", "volumeMounts": mount}},
+		"containers":                   []any{map[string]any{"name": wf.WaitContainerName, "volumeMounts": mount}},
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	templates, _, _ := unstructured.NestedSlice(u.Object, "spec", "templates")
+	for i, raw := range templates {
+		if tm, _ := raw.(map[string]any); tm["name"] == "produce" {
+			tm["podSpecPatch"] = string(b)
+			templates[i] = tm
+		}
+	}
+	if err := unstructured.SetNestedSlice(u.Object, templates, "spec", "templates"); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+func (at *argoTokens) token(ctx context.Context, t *testing.T, sa string) string {
+	t.Helper()
+	exp := int64(3600)
+	tok, err := at.r.a.Client.CoreV1().ServiceAccounts(at.r.a.Controller.Namespace).CreateToken(ctx, sa,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", sa, err)
+	}
+	return tok.Status.Token
+}
+
+func (at *argoTokens) write(t *testing.T, name, content string) {
+	t.Helper()
+	(&tokenFile{dir: at.dir}).write(t, name, content)
+}
+
+// rotate writes the second service account's token and deletes the first, whose tokens the
+// API server refuses from then on.
+func (at *argoTokens) rotate(ctx context.Context, t *testing.T) {
+	t.Helper()
+	at.write(t, "token", at.token(ctx, t, at.second))
+	if err := at.r.a.Client.CoreV1().ServiceAccounts(at.r.a.Controller.Namespace).Delete(ctx, at.first, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
