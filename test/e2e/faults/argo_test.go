@@ -42,9 +42,9 @@ import (
 const argoCaseTimeout = 4 * time.Minute
 
 // argoBackendsUnderFaults: the exec backends, whose wait reaches main through the API server
-// or the kubelet, which the faults stop. (emissary reads files on the pod's volume: only its
-// report meets them.)
-var argoBackendsUnderFaults = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet}
+// or the kubelet, which the faults stop, and emissary (Argo's default), whose wait reads files
+// on the pod's volume: only its report meets the faults.
+var argoBackendsUnderFaults = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, "emissary"}
 
 // argoWorkflow is the two-step workflow; @DIR@ is the host directory shared with the test.
 const argoWorkflow = `apiVersion: argoproj.io/v1alpha1
