@@ -49,6 +49,10 @@ func (podShape) CheckConfig(*config.Config) []error { return nil }
 // not offer emissary as the fix for outputs outside a volume.
 func (podShape) ReadsExitedMain() bool { return false }
 
+// NeedsInit implements podspec.Backend: init's Stage copies the wrapper to
+// WrapperPath before any wrapped container starts, in every pod.
+func (podShape) NeedsInit() bool { return true }
+
 // Shape implements podspec.Backend: this pod builder refuses emissary for
 // now, saying which controller builds such pods.
 func (podShape) Shape(*config.Config, *corev1.Pod) error {
