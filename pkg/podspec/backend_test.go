@@ -117,8 +117,8 @@ func TestUnknownBackendShapesPod(t *testing.T) {
 	t.Run("the outputs fix names the backends that read an exited main", func(t *testing.T) {
 		c := config.Default()
 		_, err := podspec.Build(c, append(registered(), wrapper{name: "wrapper"}), mustTemplate(t, "base-layer.yaml"), meta())
-		if err == nil || !strings.Contains(err.Error(), "put the path on a volume (emptyDir) or use the docker or wrapper executor") {
-			t.Errorf("err = %v, want docker and wrapper offered", err)
+		if err == nil || !strings.Contains(err.Error(), "put the path on a volume (emptyDir) or use the docker, emissary or wrapper executor") {
+			t.Errorf("err = %v, want docker, emissary and wrapper offered", err)
 		}
 	})
 }
