@@ -15,8 +15,10 @@ var overlays = filepath.Join("..", "..", "manifests", "overlays")
 
 // TestRegistrationsComplete checks every registered backend: a name the
 // ConfigMap can spell, given once; a pod shape; a constructor that reads
-// a pod's environment; an RBAC overlay that exists. And every overlay
-// belongs to a registered backend, so none is left behind.
+// a pod's environment; an RBAC overlay that exists; an init hook (Stage)
+// exactly when its pods ask for init (NeedsInit), so that the hook runs in
+// every pod and init never exists for nothing. And every overlay belongs
+// to a registered backend, so none is left behind.
 func TestRegistrationsComplete(t *testing.T) {
 	// env is what the pod builder gives wait for each backend (the
 	// downward API's values filled in).
@@ -40,6 +42,8 @@ func TestRegistrationsComplete(t *testing.T) {
 				t.Fatal("no constructor")
 			case r.Overlay == "":
 				t.Fatal("no RBAC overlay")
+			case (r.Stage != nil) != r.Pod.NeedsInit():
+				t.Fatalf("Stage set: %v, but the pod shape's NeedsInit: %v; a backend with an init hook needs init in every pod", r.Stage != nil, r.Pod.NeedsInit())
 			}
 			seen[r.Name()] = true
 			if _, err := os.Stat(filepath.Join(overlays, r.Overlay, "kustomization.yaml")); err != nil {

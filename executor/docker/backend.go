@@ -43,6 +43,9 @@ func (podShape) CheckConfig(c *config.Config) []error {
 // stopped container's filesystem.
 func (podShape) ReadsExitedMain() bool { return true }
 
+// NeedsInit implements podspec.Backend: init runs only to load input artifacts.
+func (podShape) NeedsInit() bool { return false }
+
 // Shape implements podspec.Backend: wait gets the socket's path and a
 // read-only mount of it from the node, and runs as root (the socket is
 // root:docker, 0660) unless executor.securityContext says who it runs as.

@@ -30,6 +30,9 @@ func (podShape) CheckConfig(*config.Config) []error { return nil }
 // ReadsExitedMain implements podspec.Backend: exec needs main running.
 func (podShape) ReadsExitedMain() bool { return false }
 
+// NeedsInit implements podspec.Backend: init runs only to load input artifacts.
+func (podShape) NeedsInit() bool { return false }
+
 // Shape implements podspec.Backend: k8sapi needs nothing in the pod.
 func (podShape) Shape(*config.Config, *corev1.Pod) error { return nil }
 

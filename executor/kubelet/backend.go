@@ -56,6 +56,9 @@ func (podShape) CheckConfig(c *config.Config) []error {
 // ReadsExitedMain implements podspec.Backend: exec needs main running.
 func (podShape) ReadsExitedMain() bool { return false }
 
+// NeedsInit implements podspec.Backend: init runs only to load input artifacts.
+func (podShape) NeedsInit() bool { return false }
+
 // Shape implements podspec.Backend: wait gets the kubelet's address (the
 // node's IP from the downward API), port, TLS settings, and the CA file
 // mounted from the node at the same path unless it is inside the

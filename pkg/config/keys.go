@@ -27,9 +27,9 @@ func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
 	refused := "Argo's; refused by workflow-controller (not implemented): "
 	return []KeyDoc{
-		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, k8sapi or kubelet (emissary: pods built by Argo's controller only)."},
+		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, emissary, k8sapi or kubelet."},
 		{"containerRuntimeExecutors", "", "Ordered list of {name, selector}; the first selector matching the workflow's labels picks the backend. The workflow label " + workflow.LabelContainerRuntimeExecutor + " overrides it."},
-		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, k8sapi, kubelet, or emissary under Argo's controller; Argo's pns is accepted here and refused for a workflow it picks."},
+		{"containerRuntimeExecutors[].name", "", "Backend picked when the selector matches: docker, emissary, k8sapi or kubelet; Argo's pns is accepted here and refused for a workflow it picks."},
 		{"containerRuntimeExecutors[].selector", "", "Label selector (matchLabels, matchExpressions) matched against the workflow's labels; must not be empty."},
 		{"kubeletPort", strconv.Itoa(workflow.DefaultKubeletPort), "HTTPS port of the node's kubelet (kubelet backend)."},
 		{"kubeletInsecure", "false", "Skip verification of the kubelet's serving certificate (kubelet backend); excludes kubeletCAFile."},
@@ -74,7 +74,7 @@ const ignoredDoc = "Argo's; accepted and ignored by workflow-controller (Argo's 
 func argoIgnored() []KeyDoc {
 	return []KeyDoc{
 		{"mainContainer", "", ignoredDoc + "defaults of main containers; workflow-controller takes main as the template writes it."},
-		{"images", "", ignoredDoc + "image commands for the emissary executor."},
+		{"images", "", ignoredDoc + "image commands for the emissary executor (on emissary, workflow-controller refuses a container without command instead)."},
 		{"instanceID", "", ignoredDoc + "the controller instance a workflow belongs to."},
 		{"namespace", "", ignoredDoc + "the namespace Argo's controller watches."},
 		{"kubeConfig", "", ignoredDoc + "kubeconfig for pods of another cluster."},

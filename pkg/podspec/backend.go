@@ -12,23 +12,31 @@ import (
 
 // Backend is what the pod builder needs of one container runtime executor:
 // its name and key checks (config.Backend), whether it can read main's own
-// filesystem once main has exited, and what it adds to the pod. Each
+// filesystem once main has exited, whether its pods need argoexec's init
+// container, and what it adds to the pod. Each
 // backend package provides one through its registration; Build is given
 // the list and never asks for a backend by name.
 type Backend interface {
 	config.Backend
-	// ReadsExitedMain says whether wait can read any path of main's
-	// filesystem after main has exited (docker reads the stopped
-	// container; an exec-based backend can reach only main's volumes, which
-	// wait mirrors under /mainctrfs). When false, Build refuses outputs
-	// that are not on a volume of main.
+	// ReadsExitedMain says whether wait can read main's declared outputs
+	// anywhere in main's filesystem after main has exited (docker reads
+	// the stopped container; emissary's wrapper copies them to the shared
+	// volume as main exits; an exec-based backend can reach only main's
+	// volumes, which wait mirrors under /mainctrfs). When false, Build
+	// refuses outputs that are not on a volume of main.
 	ReadsExitedMain() bool
+	// NeedsInit says whether every pod of this backend needs argoexec's
+	// init container, even when the template has no input artifacts to
+	// load: the backend's init hook (backend.Registration.Stage) must run
+	// before main, as emissary's stages the wrapper binary. Build adds
+	// init first among the init containers, before the native sidecars.
+	NeedsInit() bool
 	// Shape adds to pod, which Build has assembled for cfg, what the
 	// backend needs: wait's env, mounts and security context, the pod's
 	// volumes; a backend may also rewrite main's and the sidecars' commands
-	// and add init containers (a wrapper such as Argo's emissary). It
-	// appends, so that what Build wrote keeps its order. An error refuses
-	// cfg for this backend, saying what to change.
+	// (UserContainers; a wrapper such as Argo's emissary) and add init
+	// containers. It appends, so that what Build wrote keeps its order. An
+	// error refuses cfg for this backend, saying what to change.
 	Shape(cfg *config.Config, pod *corev1.Pod) error
 }
 
@@ -59,6 +67,26 @@ func WaitContainer(pod *corev1.Pod) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// UserContainers are pod's containers that run the template's commands,
+// for a Backend's Shape that wraps them: main, then the sidecars in the
+// template's order, wherever Build placed them (legacy sidecars are
+// containers, native ones init containers). Neither init nor wait is one,
+// nor an init container a backend added.
+func UserContainers(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name != workflow.WaitContainerName {
+			out = append(out, &pod.Spec.Containers[i])
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // FieldEnv is the env var name set from the pod's field fieldPath (the

@@ -18,13 +18,15 @@ import (
 // its binary and a volume for it, and reads main's files itself. It proves
 // that the pod builder shapes a pod for a backend it has never heard of.
 type wrapper struct {
-	name     string
-	shapeErr error
+	name      string
+	shapeErr  error
+	needsInit bool
 }
 
 func (w wrapper) Name() string                       { return w.name }
 func (w wrapper) CheckConfig(*config.Config) []error { return nil }
 func (w wrapper) ReadsExitedMain() bool              { return true }
+func (w wrapper) NeedsInit() bool                    { return w.needsInit }
 
 func (w wrapper) Shape(_ *config.Config, pod *corev1.Pod) error {
 	if w.shapeErr != nil {
@@ -81,6 +83,21 @@ func TestUnknownBackendShapesPod(t *testing.T) {
 			t.Errorf("err = %v, want the backend's", err)
 		}
 	})
+	t.Run("a backend that needs init gets it without input artifacts", func(t *testing.T) {
+		for _, needs := range []bool{false, true} {
+			pod, err := podspec.Build(cfg, []podspec.Backend{wrapper{name: "wrapper", needsInit: needs}}, mustTemplate(t, "sidecar-ignores-term.yaml"), meta())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"copy-wrapper", "stubborn"}
+			if needs {
+				want = []string{"copy-wrapper", workflow.InitContainerName, "stubborn"}
+			}
+			if got := names(pod.Spec.InitContainers); !slices.Equal(got, want) {
+				t.Errorf("NeedsInit %v: init containers = %v, want %v", needs, got, want)
+			}
+		}
+	})
 	t.Run("a backend's volume name is reserved", func(t *testing.T) {
 		tmpl := mustTemplate(t, "container.yaml")
 		tmpl.Volumes[0].Name = "wrapper-bin"
@@ -100,8 +117,8 @@ func TestUnknownBackendShapesPod(t *testing.T) {
 	t.Run("the outputs fix names the backends that read an exited main", func(t *testing.T) {
 		c := config.Default()
 		_, err := podspec.Build(c, append(registered(), wrapper{name: "wrapper"}), mustTemplate(t, "base-layer.yaml"), meta())
-		if err == nil || !strings.Contains(err.Error(), "put the path on a volume (emptyDir) or use the docker or wrapper executor") {
-			t.Errorf("err = %v, want docker and wrapper offered", err)
+		if err == nil || !strings.Contains(err.Error(), "put the path on a volume (emptyDir) or use the docker, emissary or wrapper executor") {
+			t.Errorf("err = %v, want docker, emissary and wrapper offered", err)
 		}
 	})
 }

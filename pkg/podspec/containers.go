@@ -34,7 +34,8 @@ func (b *builder) mainContainer() corev1.Container {
 	return c
 }
 
-// initContainer runs `argoexec init`: it loads input artifacts.
+// initContainer runs `argoexec init`: it loads input artifacts and runs the
+// backend's init hook (emissary's stages the wrapper on var-run-argo).
 func (b *builder) initContainer() corev1.Container {
 	c := b.executorContainer(workflow.InitContainerName)
 	if len(b.tmpl.Inputs.Artifacts) > 0 {

@@ -141,7 +141,7 @@ type builder struct {
 func (b *builder) pod(tmplJSON string) *corev1.Pod {
 	main := b.mainContainer()
 	var initCtrs []corev1.Container
-	if needsInit(b.tmpl) {
+	if needsInit(b.tmpl, b.backend) {
 		initCtrs = append(initCtrs, b.initContainer())
 	}
 	ctrs := []corev1.Container{main, b.waitContainer()}
@@ -213,11 +213,12 @@ func IgnoredFields(tmpl *workflow.Template) []string {
 	return ignored
 }
 
-// needsInit says whether init has work: loading input artifacts. A
-// script's source reaches main through the ScriptVolume, and input
-// parameters are substituted at render time, so neither needs init.
-func needsInit(t *workflow.Template) bool {
-	return len(t.Inputs.Artifacts) > 0
+// needsInit says whether init has work: loading input artifacts, or the
+// backend's own (Backend.NeedsInit). A script's source reaches main
+// through the ScriptVolume, and input parameters are substituted at render
+// time, so neither needs init.
+func needsInit(t *workflow.Template, backend Backend) bool {
+	return len(t.Inputs.Artifacts) > 0 || backend.NeedsInit()
 }
 
 // withoutScriptSource is t as the template annotation carries it: a

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoexec/argoexec/executor/backends"
+	"github.com/argoexec/argoexec/executor/emissary"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -59,6 +60,7 @@ func TestGolden(t *testing.T) {
 		{name: "legacy-sidecars", config: "sidecarMode: legacy\n", template: "sidecar-ignores-term.yaml"},
 		{name: "native-sidecars", config: "", template: "sidecar-ignores-term.yaml"},
 		{name: "script", config: "", template: "script.yaml"},
+		{name: "emissary", config: "containerRuntimeExecutor: emissary\n", template: "emissary.yaml"},
 		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
 		{name: "argo-fields", config: "", template: "argo-fields.yaml"},
 		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +
@@ -161,6 +163,9 @@ func TestContainerLayout(t *testing.T) {
 		{"input artifacts need init", s3Config, "artifacts.yaml", []string{"init"}, []string{"main", "wait"}},
 		{"native sidecars are init containers after init", "", "container.yaml", []string{"proxy"}, []string{"main", "wait"}},
 		{"legacy sidecars are containers", "sidecarMode: legacy", "container.yaml", nil, []string{"main", "wait", "proxy"}},
+		{"emissary always has init, before the native sidecars", "containerRuntimeExecutor: emissary", "sidecar-ignores-term.yaml",
+			[]string{"init", "stubborn"}, []string{"main", "wait"}},
+		{"emissary script has init", "containerRuntimeExecutor: emissary", "script.yaml", []string{"init"}, []string{"main", "wait"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := mustBuild(t, tc.config, tc.template, meta())
@@ -240,7 +245,8 @@ func TestScriptReachesMainWithoutInit(t *testing.T) {
 }
 
 // TestInitOnlyForInputArtifacts: init exists exactly when input artifacts
-// need loading, script or not, on every backend.
+// need loading, script or not, on every backend but emissary, whose pods
+// always have it (init stages the wrapper).
 func TestInitOnlyForInputArtifacts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -256,6 +262,7 @@ func TestInitOnlyForInputArtifacts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl := mustTemplate(t, "container.yaml")
 			tmpl.Inputs.Artifacts = nil
+			tmpl.Sidecars = nil // its proxy has no command, which emissary refuses
 			if tc.script {
 				tmpl.Script = &workflow.ScriptTemplate{Container: *tmpl.Container, Source: "echo hi"}
 				tmpl.Container = nil
@@ -263,15 +270,16 @@ func TestInitOnlyForInputArtifacts(t *testing.T) {
 			if tc.artifacts {
 				tmpl.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
 			}
-			for _, backend := range []string{workflow.ExecutorK8sAPI, workflow.ExecutorKubelet, workflow.ExecutorDocker} {
+			for _, backend := range []string{workflow.ExecutorK8sAPI, workflow.ExecutorKubelet, workflow.ExecutorDocker, emissary.ExecutorEmissary} {
 				cfg := config.Default()
 				cfg.ContainerRuntimeExecutor = backend
 				pod, err := podspec.Build(cfg, registered(), tmpl, meta())
 				if err != nil {
 					t.Fatalf("%s: %v", backend, err)
 				}
-				if got := slices.Contains(names(pod.Spec.InitContainers), workflow.InitContainerName); got != tc.wantInit {
-					t.Errorf("%s: init container: %v, want %v", backend, got, tc.wantInit)
+				want := tc.wantInit || backend == emissary.ExecutorEmissary
+				if got := slices.Contains(names(pod.Spec.InitContainers), workflow.InitContainerName); got != want {
+					t.Errorf("%s: init container: %v, want %v", backend, got, want)
 				}
 			}
 		})
@@ -473,6 +481,98 @@ func TestBackendShaping(t *testing.T) {
 	})
 }
 
+// TestEmissaryPod: on emissary, main and every sidecar run under the
+// wrapper with their args unchanged, their own ARGO_CONTAINER_NAME and the
+// var-run-argo mount, after init; init and wait are not wrapped; and a
+// container without a command is refused by name.
+func TestEmissaryPod(t *testing.T) {
+	const cfg = "containerRuntimeExecutor: emissary\n"
+	wrapped := func(cmd ...string) []string { return append([]string{emissary.WrapperPath, "emissary", "--"}, cmd...) }
+	for _, tc := range []struct {
+		name, config, template string
+		edit                   func(*workflow.Template)
+		// want maps each wrapped container to its command and args.
+		want    map[string][2][]string
+		wantErr []string
+	}{
+		{name: "container with a native sidecar", config: cfg, template: "emissary.yaml", want: map[string][2][]string{
+			"main":     {wrapped("sh", "-c"), {"echo 42 > /tmp/answer; date > /work/date"}},
+			"stubborn": {wrapped("sh", "-c", "trap '' TERM; while true; do sleep 1; done"), nil},
+		}},
+		{name: "legacy sidecar", config: cfg + "sidecarMode: legacy\n", template: "sidecar-ignores-term.yaml", want: map[string][2][]string{
+			"main":     {wrapped("sh", "-c", "sleep 2; echo done"), nil},
+			"stubborn": {wrapped("sh", "-c", "trap '' TERM; while true; do sleep 1; done"), nil},
+		}},
+		{name: "script", config: cfg, template: "script.yaml", want: map[string][2][]string{
+			"main": {wrapped("python"), {workflow.ScriptSourcePath}},
+		}},
+		{name: "script with input artifacts", config: cfg + s3Config, template: "script.yaml",
+			edit: func(t *workflow.Template) {
+				t.Inputs.Artifacts = []workflow.Artifact{{Name: "in", Path: "/in", Raw: &workflow.RawArtifact{Data: "x"}}}
+			},
+			want: map[string][2][]string{"main": {wrapped("python"), {workflow.ScriptSourcePath}}}},
+		{name: "main without a command", config: cfg, template: "base-layer.yaml",
+			edit:    func(t *workflow.Template) { t.Container.Command, t.Container.Args = nil, []string{"echo hi"} },
+			wantErr: []string{`container "main": command is empty`, "cannot read the image's ENTRYPOINT", "set command", "pick another executor"}},
+		{name: "sidecar without a command", config: cfg, template: "container.yaml",
+			wantErr: []string{`sidecar "proxy": command is empty`, "set command"}},
+		{name: "main and sidecar without a command", config: cfg, template: "container.yaml",
+			edit:    func(t *workflow.Template) { t.Container.Command = nil },
+			wantErr: []string{`container "main": command is empty`, `sidecar "proxy": command is empty`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := mustTemplate(t, tc.template)
+			if tc.edit != nil {
+				tc.edit(tmpl)
+			}
+			pod, err := podspec.Build(mustConfig(t, tc.config), registered(), tmpl, meta())
+			if len(tc.wantErr) > 0 {
+				for _, w := range tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("podspec.Build error = %v, want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(pod.Spec.InitContainers); len(got) == 0 || got[0] != workflow.InitContainerName {
+				t.Errorf("init containers = %v, want init first (it stages the wrapper)", got)
+			}
+			for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+				want, isWrapped := tc.want[c.Name]
+				name, hasName := envValue(&c, workflow.EnvArgoContainerName)
+				mounts := 0
+				for _, m := range c.VolumeMounts {
+					if m.Name == workflow.VarRunArgoVolume && m.MountPath == workflow.VarRunArgoPath && !m.ReadOnly {
+						mounts++
+					}
+				}
+				if mounts != 1 {
+					t.Errorf("%s mounts %s at %s read-write %d times, want once", c.Name, workflow.VarRunArgoVolume, workflow.VarRunArgoPath, mounts)
+				}
+				if !isWrapped {
+					if slices.Contains(c.Command, emissary.WrapperPath) || hasName {
+						t.Errorf("%s is wrapped (command %q, %s %q); only main and the sidecars are", c.Name, c.Command, workflow.EnvArgoContainerName, name.Value)
+					}
+					continue
+				}
+				if !cmp.Equal(c.Command, want[0]) || !cmp.Equal(c.Args, want[1]) {
+					t.Errorf("%s runs %q %q, want %q %q", c.Name, c.Command, c.Args, want[0], want[1])
+				}
+				if !hasName || name.Value != c.Name {
+					t.Errorf("%s: %s = %+v, want %q", c.Name, workflow.EnvArgoContainerName, name, c.Name)
+				}
+				delete(tc.want, c.Name)
+			}
+			if len(tc.want) > 0 {
+				t.Errorf("containers %v are not in the pod", tc.want)
+			}
+		})
+	}
+}
+
 func TestMirroredMounts(t *testing.T) {
 	pod := mustBuild(t, "", "container.yaml", meta())
 	wait := container(pod, "wait")
@@ -484,7 +584,8 @@ func TestMirroredMounts(t *testing.T) {
 }
 
 // TestOutputsOutsideVolumes checks that kubelet and k8sapi refuse outputs
-// in main's own filesystem, and that docker accepts them.
+// in main's own filesystem, naming the backends that read them, and that
+// docker and emissary accept them.
 func TestOutputsOutsideVolumes(t *testing.T) {
 	for _, backend := range []string{"k8sapi", "kubelet"} {
 		_, err := podspec.Build(mustConfig(t, "containerRuntimeExecutor: "+backend), registered(), mustTemplate(t, "base-layer.yaml"), meta())
@@ -492,15 +593,17 @@ func TestOutputsOutsideVolumes(t *testing.T) {
 			`output parameter "answer": path /tmp/out is not on a volume of main`,
 			`output artifact "tmp": path /tmp is not on a volume`,
 			"the " + backend + " executor cannot read",
-			"put the path on a volume (emptyDir) or use the docker executor",
+			"put the path on a volume (emptyDir) or use the docker or emissary executor",
 		} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error = %v, want it to contain %q", backend, err, want)
 			}
 		}
 	}
-	if _, err := podspec.Build(mustConfig(t, "containerRuntimeExecutor: docker"), registered(), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
-		t.Errorf("docker: %v", err)
+	for _, backend := range []string{"docker", "emissary"} {
+		if _, err := podspec.Build(mustConfig(t, "containerRuntimeExecutor: "+backend), registered(), mustTemplate(t, "base-layer.yaml"), meta()); err != nil {
+			t.Errorf("%s: %v", backend, err)
+		}
 	}
 }
 

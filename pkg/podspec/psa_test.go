@@ -41,7 +41,7 @@ func evaluate(t *testing.T, level psaapi.Level, pod *corev1.Pod, spec *corev1.Po
 
 // TestPodSecurityRestricted evaluates init and wait, as podspec.Build makes them,
 // against Pod Security "restricted" (and "baseline" for what restricted
-// refuses): k8sapi and kubelet pass by default; the docker backend cannot
+// refuses): k8sapi, kubelet and emissary pass by default; the docker backend cannot
 // (root for the socket, a hostPath), nor a kubelet CA from a hostPath, nor
 // an executor.securityContext that drops the defaults.
 func TestPodSecurityRestricted(t *testing.T) {
@@ -61,6 +61,11 @@ func TestPodSecurityRestricted(t *testing.T) {
 			template: "script.yaml", baseline: true},
 		{name: "kubelet CA from a hostPath", config: "containerRuntimeExecutor: kubelet\nkubeletCAFile: /var/lib/kubelet/pki/ca.crt\n",
 			template: "script.yaml", refused: []string{"restricted volume types"}},
+		{name: "emissary container", config: "containerRuntimeExecutor: emissary\n", template: "emissary.yaml", baseline: true},
+		{name: "emissary script", config: "containerRuntimeExecutor: emissary\n", template: "script.yaml", baseline: true},
+		{name: "emissary artifacts", config: "containerRuntimeExecutor: emissary\n" + s3Config, template: "artifacts.yaml", baseline: true},
+		{name: "emissary without the defaults", config: "containerRuntimeExecutor: emissary\nexecutor: {securityContext: {}}\n", template: "emissary.yaml", baseline: true,
+			refused: []string{"allowPrivilegeEscalation != false", "unrestricted capabilities", "runAsNonRoot != true", "seccompProfile"}},
 		{name: "docker", config: "containerRuntimeExecutor: docker\n", template: "script.yaml",
 			refused: []string{"restricted volume types", "runAsNonRoot != true", "runAsUser=0"}},
 		{name: "k8sapi without the defaults", config: "executor: {securityContext: {}}\n", template: "script.yaml", baseline: true,
@@ -87,35 +92,39 @@ func TestPodSecurityRestricted(t *testing.T) {
 }
 
 // TestPodSecurityWholePod: a template whose main sets a restricted
-// security context gets a pod that restricted admits as a whole; the
-// defaults are on init and wait only, so a main without one is refused by
-// name and init and wait are not.
+// security context gets a pod that restricted admits as a whole, wrapped
+// by emissary or not; the defaults are on init and wait only, so a main
+// without one is refused by name and init and wait are not.
 func TestPodSecurityWholePod(t *testing.T) {
-	tmpl := mustTemplate(t, "script.yaml")
-	pod, err := podspec.Build(mustConfig(t, ""), registered(), tmpl, meta())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := evaluate(t, psaapi.LevelRestricted, pod, &pod.Spec)
-	if got.Allowed {
-		t.Fatal("restricted admitted a main without a security context")
-	}
-	for _, d := range got.ForbiddenDetails {
-		if !strings.Contains(d, `container "main"`) || strings.Contains(d, `"wait"`) || strings.Contains(d, `"init"`) {
-			t.Errorf("detail %q: want only main named", d)
-		}
-	}
-	uid := int64(1000)
-	tmpl.Script.SecurityContext = podspec.RestrictedSecurityContext()
-	tmpl.Script.SecurityContext.RunAsUser = &uid
-	if pod, err = podspec.Build(mustConfig(t, ""), registered(), tmpl, meta()); err != nil {
-		t.Fatal(err)
-	}
-	if got := evaluate(t, psaapi.LevelRestricted, pod, &pod.Spec); !got.Allowed {
-		t.Errorf("restricted refused the pod with a restricted main: %s: %q", got.ForbiddenReason(), got.ForbiddenDetails)
-	}
-	if pod.Spec.SecurityContext != nil {
-		t.Errorf("pod securityContext %+v: the defaults belong on init and wait, not the pod (main is the user's)", pod.Spec.SecurityContext)
+	for backend, cfg := range map[string]string{"k8sapi": "", "emissary": "containerRuntimeExecutor: emissary\n"} {
+		t.Run(backend, func(t *testing.T) {
+			tmpl := mustTemplate(t, "script.yaml")
+			pod, err := podspec.Build(mustConfig(t, cfg), registered(), tmpl, meta())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := evaluate(t, psaapi.LevelRestricted, pod, &pod.Spec)
+			if got.Allowed {
+				t.Fatal("restricted admitted a main without a security context")
+			}
+			for _, d := range got.ForbiddenDetails {
+				if !strings.Contains(d, `container "main"`) || strings.Contains(d, `"wait"`) || strings.Contains(d, `"init"`) {
+					t.Errorf("detail %q: want only main named", d)
+				}
+			}
+			uid := int64(1000)
+			tmpl.Script.SecurityContext = podspec.RestrictedSecurityContext()
+			tmpl.Script.SecurityContext.RunAsUser = &uid
+			if pod, err = podspec.Build(mustConfig(t, cfg), registered(), tmpl, meta()); err != nil {
+				t.Fatal(err)
+			}
+			if got := evaluate(t, psaapi.LevelRestricted, pod, &pod.Spec); !got.Allowed {
+				t.Errorf("restricted refused the pod with a restricted main: %s: %q", got.ForbiddenReason(), got.ForbiddenDetails)
+			}
+			if pod.Spec.SecurityContext != nil {
+				t.Errorf("pod securityContext %+v: the defaults belong on init and wait, not the pod (main is the user's)", pod.Spec.SecurityContext)
+			}
+		})
 	}
 }
 
@@ -135,6 +144,7 @@ func TestExecutorSecurityContext(t *testing.T) {
 		{name: "k8sapi default", init: restricted, wait: restricted},
 		{name: "kubelet default", config: "containerRuntimeExecutor: kubelet\n", init: restricted, wait: restricted},
 		{name: "docker default", config: "containerRuntimeExecutor: docker\n", init: restricted, wait: dockerWait},
+		{name: "emissary default", config: "containerRuntimeExecutor: emissary\n", init: restricted, wait: restricted},
 		{name: "override replaces the defaults", config: "executor: {securityContext: {runAsUser: 1000}}\n",
 			init: &corev1.SecurityContext{RunAsUser: &uid}, wait: &corev1.SecurityContext{RunAsUser: &uid}},
 		{name: "empty override drops them", config: "executor: {securityContext: {}}\n", init: &corev1.SecurityContext{}, wait: &corev1.SecurityContext{}},

@@ -119,13 +119,6 @@ func TestRenderEachBackend(t *testing.T) {
 			t.Run(backend+"/"+ex, func(t *testing.T) {
 				var out, stderr bytes.Buffer
 				err := Run(context.Background(), []string{"render", "--template", filepath.Join(examples, ex), "--configmap", cm, "--namespace", "argo"}, IO{Out: &out, Err: &stderr})
-				if backend == "emissary" {
-					// Only Argo's controller builds emissary pods for now.
-					if err == nil || !strings.Contains(err.Error(), "this pod builder cannot build emissary pods yet") {
-						t.Fatalf("render: %v, want emissary refused saying which controller builds its pods", err)
-					}
-					return
-				}
 				if err != nil {
 					t.Fatalf("render: %v\n%s", err, stderr.String())
 				}
@@ -150,7 +143,7 @@ func TestRenderErrors(t *testing.T) {
 		want     string
 	}{
 		{"unknown template field", "name: x\ncontainer: {image: a, comand: [x]}\n", nil, `unknown field "container.comand"`},
-		{"unreachable output", "name: x\ncontainer: {image: a}\noutputs: {parameters: [{name: p, valueFrom: {path: /tmp/p}}]}\n", nil, "use the docker executor"},
+		{"unreachable output", "name: x\ncontainer: {image: a}\noutputs: {parameters: [{name: p, valueFrom: {path: /tmp/p}}]}\n", nil, "use the docker or emissary executor"},
 		{"unknown param", "name: x\ncontainer: {image: a}\n", []string{"-p", "nope=1"}, `no input parameter "nope"`},
 		{"no name", "container: {image: a}\n", nil, "set --name"},
 		{"bad label value", "name: x\ncontainer: {image: a}\n", []string{"--label", workflow.LabelContainerRuntimeExecutor + "=pns"}, `executor "pns" is Argo's, not implemented by argoexec`},

@@ -229,7 +229,7 @@ func EnvVars() []EnvDoc {
 		{EnvPodName, "init, wait", "Name of the workflow pod (downward API metadata.name)."},
 		{EnvPodNamespace, "init, wait", "Namespace of the pod (downward API metadata.namespace); falls back to the service account's namespace file."},
 		{EnvPodUID, "init, wait", "UID of the pod (downward API metadata.uid); the docker backend matches it."},
-		{EnvContainerRuntimeExecutor, "init, wait", "Backend: k8sapi, kubelet or docker (picked by the ConfigMap and the workflow's labels)."},
+		{EnvContainerRuntimeExecutor, "init, wait", "Backend: docker, emissary, k8sapi or kubelet (picked by the ConfigMap and the workflow's labels)."},
 		{EnvTemplatePath, "init, wait", "File holding the template JSON; default " + TemplateFile + ", projected from the pod annotation " + AnnotationTemplate + "."},
 		{EnvSidecarMode, "init, wait", "native or legacy (ConfigMap sidecarMode); in legacy mode wait kills the sidecars."},
 		{EnvWorkflowName, "init, wait", "Workflow the pod belongs to; fills {{workflow.name}} in artifact keys."},
@@ -250,6 +250,6 @@ func EnvVars() []EnvDoc {
 		{EnvArgoProgressFileTick, "Argo: every container", "How often wait reads the progress file (Go duration)."},
 		{EnvArgoProgressPatchTick, "Argo: every container", "How often, at most, wait reports progress (Go duration)."},
 		{EnvArgoTerminationGrace, "Argo: wait", "The pod's terminationGracePeriodSeconds: grace between SIGTERM and SIGKILL when wait stops sidecars."},
-		{EnvArgoContainerName, "Argo: every container", "The container's own name (read by Argo's emissary; argoexec ignores it)."},
+		{EnvArgoContainerName, "main and sidecars (emissary); Argo: every container", "The container's own name: `argoexec emissary` keeps the container's exit code, output and signal files under /var/run/argo/ctr/NAME."},
 	}
 }
