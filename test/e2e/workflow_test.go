@@ -21,6 +21,7 @@ import (
 
 	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
 	"github.com/argoexec/argoexec/executor/backends"
+	"github.com/argoexec/argoexec/executor/emissary"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -230,7 +231,7 @@ func (e *wfEnv) template(name, script string) *wf.Template {
 // (cri-dockerd), which this testbed's kubelet cannot use (realk8s.md): its
 // init/wait flow is covered by TestDockerWorkflow, on dockerd directly.
 func TestWorkflow(t *testing.T) {
-	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
+	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, emissary.ExecutorEmissary} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			e := newWfEnv(t, backend)
@@ -448,6 +449,19 @@ func (e *wfEnv) testLegacySidecar(t *testing.T) {
 	le := *e
 	le.cfg = &cfg
 	r := le.run(t, "legacy-sidecar", e.sidecarTemplate("legacy"), nil, true)
+	if e.backend == emissary.ExecutorEmissary {
+		// The wrapper is the sidecar's PID 1 and signals its child's process group: the
+		// SIGKILL after the grace stops what ignored SIGTERM, and nothing survives.
+		if strings.Contains(r.waitLog, "survive") || strings.Contains(r.waitLog, "PID 1") {
+			t.Errorf("wait log reports a survivor on emissary, where SIGKILL reaches the sidecar:\n%s", r.waitLog)
+		}
+		for _, cs := range r.pod.Status.ContainerStatuses {
+			if cs.Name == wf.WaitContainerName && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+				t.Errorf("wait %+v, want exit 0 (the sidecar stopped)", cs.State)
+			}
+		}
+		return
+	}
 	want := `container "stubborn"`
 	if !strings.Contains(r.waitLog, want) || !strings.Contains(r.waitLog, "PID 1") {
 		t.Errorf("wait log does not report the surviving sidecar by name (%s) and why", want)

@@ -12,8 +12,17 @@ import (
 // in arbitrary user images) to varRunArgo/argoexec, mode 0555, and writes
 // templateJSON to varRunArgo/template, mode 0444, for the wrapped
 // containers to read. Each file is written whole before it is renamed into
-// place.
+// place. It also makes varRunArgo/ctr, mode 0777, where each wrapped
+// container makes its own directory: the containers of a pod may run as
+// different users, and the first to make ctr would otherwise own it 0755.
 func Stage(varRunArgo, self, templateJSON string) error {
+	ctr := filepath.Join(varRunArgo, "ctr")
+	if err := os.MkdirAll(ctr, 0o777); err != nil {
+		return fmt.Errorf("emissary: stage: %w", err)
+	}
+	if err := os.Chmod(ctr, 0o777); err != nil {
+		return fmt.Errorf("emissary: stage: %w", err)
+	}
 	in, err := os.Open(self)
 	if err != nil {
 		return fmt.Errorf("emissary: stage argoexec: open %s: %w", self, err)

@@ -528,6 +528,9 @@ func TestStage(t *testing.T) {
 			t.Errorf("%s: %q %v mode %v; want %q mode %v", name, b, err, st.Mode().Perm(), want.content, want.mode)
 		}
 	}
+	if st, err := os.Stat(filepath.Join(dir, "ctr")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o777 {
+		t.Errorf("ctr: %v, %v; want a directory, mode 0777 (containers of other users make theirs in it)", st, err)
+	}
 	if err := Stage(dir, filepath.Join(dir, "missing"), "{}"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("Stage of a missing binary: %v", err)
 	}

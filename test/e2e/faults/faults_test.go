@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/argoexec/argoexec/executor/emissary"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -39,9 +40,9 @@ const containerdDownAfterExit = 6 * time.Second
 // etcdStall is how long etcd stays paused once wait is reporting.
 const etcdStall = 8 * time.Second
 
-// backends: k8sapi and kubelet run real pods on this testbed's kubelet; docker runs main and
-// wait on dockerd (dockerRun).
-var backends = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, wf.ExecutorDocker}
+// backends: k8sapi, kubelet and emissary run real pods on this testbed's kubelet; docker runs
+// main and wait on dockerd (dockerRun).
+var backends = []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, emissary.ExecutorEmissary, wf.ExecutorDocker}
 
 // fault is one case: inject runs once every step's wait waits for main, and must release main
 // (step.release) and undo the fault; check judges each step and returns its outcome.
@@ -170,6 +171,10 @@ func faults() []fault {
 				tb.up(t, "containerd")
 			},
 			check: func(ctx context.Context, t *testing.T, s *step) string {
+				if s.e.Backend == emissary.ExecutorEmissary {
+					// main's stdout is a file on the pod's volume: nothing is lost
+					return intact(ctx, t, s)
+				}
 				p, err := s.finish(ctx)
 				if err != nil {
 					t.Fatalf("%v\nwait log:\n%s", err, s.waitLog())
@@ -244,8 +249,9 @@ func faults() []fault {
 			// server is down, so the resumed watch gets 410 and the pod is read again
 			name: "EtcdCompactedAPIServerRestarted",
 			skip: map[string]string{
-				wf.ExecutorKubelet: "the kubelet backend polls the kubelet's /pods: it holds no API watch to expire",
-				wf.ExecutorDocker:  "the docker backend waits with dockerd's ContainerWait: it holds no API watch to expire",
+				wf.ExecutorKubelet:        "the kubelet backend polls the kubelet's /pods: it holds no API watch to expire",
+				emissary.ExecutorEmissary: "the emissary backend reads main's exit code file: it holds no API watch to expire",
+				wf.ExecutorDocker:         "the docker backend waits with dockerd's ContainerWait: it holds no API watch to expire",
 			},
 			inject: func(ctx context.Context, t *testing.T, tb testbed, steps []*step) {
 				tb.kill(t, "apiserver")
