@@ -17,8 +17,10 @@
 # Both run all the time (about 40 MiB each), so one test run compares the two images without a
 # restart. ARGO_CONTROLLERS (default "upstream ours") picks which to start.
 # Each: log $STATE/logs/argo-controller-NAME.log, pid $STATE/run/argo-controller-NAME.pid,
-# ConfigMap manifests/argo/workflow-controller-configmap.yaml, RBAC manifests/argo/rbac.yaml +
-# the Roles from Argo's own manifests in the Go module. See hack/TESTBED.md.
+# ConfigMap manifests/argo/workflow-controller-configmap.yaml. RBAC: upstream has
+# manifests/argo/rbac.yaml + the Roles from Argo's own manifests in the Go module; ours is
+# installed as a user installs it, with the kustomize components manifests/argo/{executor,
+# k8sapi,kubelet} (install_ours). See hack/TESTBED.md.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -176,7 +178,43 @@ s3bucket() { # BUCKET
     -secret-key "$ARGOEXEC_E2E_S3_SECRET_KEY" -region "$ARGOEXEC_E2E_S3_REGION" -bucket "$1" >/dev/null
 }
 
-# setup_namespace NAME: namespace, RBAC, S3 Secret and bucket, ConfigMap for one controller.
+# testbed_configmap NS: the controller's ConfigMap (manifests/argo/workflow-controller-configmap.yaml
+# with this testbed's S3 server and the namespace's bucket).
+testbed_configmap() {
+  sed -e "s|@S3_ENDPOINT@|$S3_HOSTPORT|; s|@S3_BUCKET@|$1|; s|@S3_REGION@|$ARGOEXEC_E2E_S3_REGION|" \
+    "$REPO_ROOT/manifests/argo/workflow-controller-configmap.yaml"
+}
+
+# install_ours NS: what a user of Argo v3.3 applies, over the part of Argo's install the testbed
+# uses (the controller runs on the host, so no Deployment): Argo's controller Role and the
+# testbed's ConfigMap, with the components manifests/argo/{executor,k8sapi,kubelet}, applied
+# with `kubectl apply -k`; executor.image is $ARGO_OURS_IMAGE, the image the controller's
+# --executor-image flag (controller_args, kept so that its command line does not change) names.
+install_ours() {
+  local ns=$1 mod d rel
+  mod=$(module_dir)
+  d=$ARGO_STATE/kustomize-$ns
+  rm -rf "$d"; mkdir -p "$d"
+  cp "$mod/manifests/namespace-install/workflow-controller-rbac/workflow-controller-role.yaml" "$d/argo-role.yaml"
+  # the RoleBinding of the controller's user (manifests/argo/rbac.yaml's last object)
+  sed -n '/^# The controller runs on the host/,$p' "$REPO_ROOT/manifests/argo/rbac.yaml" > "$d/argo-binding.yaml"
+  testbed_configmap "$ns" > "$d/configmap.yaml"
+  # the image, set as the README tells users to (its one line in executor-configmap.yaml)
+  sed "s#^    image: argoexec:.*#    image: $ARGO_OURS_IMAGE#" "$REPO_ROOT/manifests/argo/executor/executor-configmap.yaml" > "$d/executor-image.yaml"
+  grep -q "^    image: $ARGO_OURS_IMAGE\$" "$d/executor-image.yaml" || die "manifests/argo/executor/executor-configmap.yaml: no image line to set"
+  rel=$(realpath --relative-to="$d" "$REPO_ROOT/manifests/argo")
+  printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" "kind: Kustomization" "namespace: $ns" \
+    "resources: [argo-role.yaml, argo-binding.yaml, configmap.yaml]" \
+    "components: [$rel/executor, $rel/k8sapi, $rel/kubelet]" "patches: [{path: executor-image.yaml}]" > "$d/kustomization.yaml"
+  "${KUBECTL[@]}" apply -k "$d" >/dev/null
+  # Before this install the namespace had Argo's executor Roles bound to default: drop those
+  # bindings, so that the components' grants are the ones in effect (they include Argo's).
+  "${KUBECTL[@]}" -n "$ns" delete rolebinding executor-k8sapi-default executor-kubelet-default --ignore-not-found >/dev/null
+  "${KUBECTL[@]}" delete clusterrolebinding "kubelet-executor-$ns" --ignore-not-found >/dev/null
+}
+
+# setup_namespace NAME: namespace, RBAC, S3 Secret and bucket, ConfigMap for one controller:
+# "ours" through install_ours, "upstream" (Argo's own argoexec) with Argo's executor Roles.
 setup_namespace() {
   local name=$1 ns mod
   ns=$(ns_of "$name"); mod=$(module_dir)
@@ -185,6 +223,9 @@ setup_namespace() {
   # warning, in the controller's log, names the containers that violate it: main, not init/wait).
   "${KUBECTL[@]}" label namespace "$ns" --overwrite pod-security.kubernetes.io/warn=restricted \
     pod-security.kubernetes.io/warn-version=latest >/dev/null
+  if [ "$name" = ours ]; then
+    install_ours "$ns"
+  else
   {
     cat "$mod/manifests/namespace-install/workflow-controller-rbac/workflow-controller-role.yaml"
     echo "---"
@@ -194,9 +235,9 @@ setup_namespace() {
     echo "---"
     sed "s/@NAMESPACE@/$ns/g" "$REPO_ROOT/manifests/argo/rbac.yaml"
     echo "---"
-    sed -e "s|@S3_ENDPOINT@|$S3_HOSTPORT|; s|@S3_BUCKET@|$ns|; s|@S3_REGION@|$ARGOEXEC_E2E_S3_REGION|" \
-      "$REPO_ROOT/manifests/argo/workflow-controller-configmap.yaml"
+    testbed_configmap "$ns"
   } | "${KUBECTL[@]}" -n "$ns" apply -f - >/dev/null
+  fi
   "${KUBECTL[@]}" -n "$ns" create secret generic argo-s3 \
     --from-literal=accesskey="$ARGOEXEC_E2E_S3_ACCESS_KEY" --from-literal=secretkey="$ARGOEXEC_E2E_S3_SECRET_KEY" \
     --dry-run=client -o yaml | "${KUBECTL[@]}" -n "$ns" apply -f - >/dev/null
