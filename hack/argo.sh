@@ -20,7 +20,7 @@
 # ConfigMap manifests/argo/workflow-controller-configmap.yaml. RBAC: upstream has
 # manifests/argo/rbac.yaml + the Roles from Argo's own manifests in the Go module; ours is
 # installed as a user installs it, with the kustomize components manifests/argo/{executor,
-# k8sapi,kubelet} (install_ours). See hack/TESTBED.md.
+# k8sapi,kubelet,emissary} (install_ours). See hack/TESTBED.md.
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -187,7 +187,7 @@ testbed_configmap() {
 
 # install_ours NS: what a user of Argo v3.3 applies, over the part of Argo's install the testbed
 # uses (the controller runs on the host, so no Deployment): Argo's controller Role and the
-# testbed's ConfigMap, with the components manifests/argo/{executor,k8sapi,kubelet}, applied
+# testbed's ConfigMap, with the components manifests/argo/{executor,k8sapi,kubelet,emissary}, applied
 # with `kubectl apply -k`; executor.image is $ARGO_OURS_IMAGE, the image the controller's
 # --executor-image flag (controller_args, kept so that its command line does not change) names.
 install_ours() {
@@ -205,7 +205,7 @@ install_ours() {
   rel=$(realpath --relative-to="$d" "$REPO_ROOT/manifests/argo")
   printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" "kind: Kustomization" "namespace: $ns" \
     "resources: [argo-role.yaml, argo-binding.yaml, configmap.yaml]" \
-    "components: [$rel/executor, $rel/k8sapi, $rel/kubelet]" "patches: [{path: executor-image.yaml}]" > "$d/kustomization.yaml"
+    "components: [$rel/executor, $rel/k8sapi, $rel/kubelet, $rel/emissary]" "patches: [{path: executor-image.yaml}]" > "$d/kustomization.yaml"
   "${KUBECTL[@]}" apply -k "$d" >/dev/null
   # Before this install the namespace had Argo's executor Roles bound to default: drop those
   # bindings, so that the components' grants are the ones in effect (they include Argo's).
@@ -349,7 +349,7 @@ main() {
     start) cmd_start ;;
     status) cmd_status ;;
     env) cmd_env ;;
-    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,23p' "$0" >&2; exit 2 ;;
   esac
 }
 

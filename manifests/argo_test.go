@@ -167,7 +167,7 @@ func TestArgoComponentRefusesOtherLayout(t *testing.T) {
 }
 
 // TestArgoInstall: manifests/argo/install is Argo's namespace-install
-// v3.3.8 with the three components, in namespace argo.
+// v3.3.8 with the four components, in namespace argo.
 func TestArgoInstall(t *testing.T) {
 	data, err := os.ReadFile("argo/install/kustomization.yaml")
 	if err != nil {
@@ -182,7 +182,7 @@ func TestArgoInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k.Namespace != "argo" || len(k.Resources) != 1 || !strings.Contains(k.Resources[0], "argo-workflows/manifests/namespace-install?ref=v3.3.8") ||
-		!slices.Equal(k.Components, []string{"../executor", "../k8sapi", "../kubelet"}) {
+		!slices.Equal(k.Components, []string{"../executor", "../k8sapi", "../kubelet", "../emissary"}) {
 		t.Errorf("argo/install = %+v", k)
 	}
 }
@@ -211,7 +211,7 @@ func TestArgoComponentsOverArgosOwnInstall(t *testing.T) {
 		}
 		return r
 	}
-	kust := "namespace: argo\nresources: [" + rel(install) + "]\ncomponents: [" + rel("argo/executor") + ", " + rel("argo/k8sapi") + ", " + rel("argo/kubelet") + "]\n"
+	kust := "namespace: argo\nresources: [" + rel(install) + "]\ncomponents: [" + rel("argo/executor") + ", " + rel("argo/k8sapi") + ", " + rel("argo/kubelet") + ", " + rel("argo/emissary") + "]\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +244,11 @@ func TestArgoComponentsOverArgosOwnInstall(t *testing.T) {
 				t.Errorf("ConfigMap: executor %q, load error %v", cm.Data["executor"], err)
 			}
 			found++
+		case "Role/argoexec-executor-emissary", "RoleBinding/argoexec-executor-emissary":
+			found++
 		}
 	}
-	if found != 2 {
-		t.Errorf("found %d of Argo's Deployment and ConfigMap", found)
+	if found != 4 {
+		t.Errorf("found %d of Argo's Deployment and ConfigMap and the emissary Role and RoleBinding", found)
 	}
 }
