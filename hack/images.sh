@@ -184,8 +184,16 @@ examples_rootfs() {
   local t0; t0=$(now_ms)
   log "mmdebstrap --variant=minbase bookworm (Argo's example images; ~1 min)"
   rm -rf "$r" "$r.tmp" "$r.key"
-  mmdebstrap --quiet --variant=minbase --include="$ARGO_EXAMPLE_PKGS" bookworm "$r.tmp" >&2 ||
-    die "mmdebstrap failed (it uses this machine's apt sources)"
+  # Tried three times: a download from the mirror fails now and then (seen in a cold CI run,
+  # with another mmdebstrap running beside it).
+  local try
+  for try in 1 2 3; do
+    mmdebstrap --quiet --variant=minbase --include="$ARGO_EXAMPLE_PKGS" bookworm "$r.tmp" >&2 && break
+    rm -rf "$r.tmp"
+    [ "$try" = 3 ] && die "mmdebstrap failed three times (it uses this machine's apt sources: check 'apt-get update')"
+    log "mmdebstrap failed (try $try of 3); trying again in $((try * 10)) s"
+    sleep $((try * 10))
+  done
   ln -sf /usr/games/cowsay "$r.tmp/usr/local/bin/cowsay"
   ln -sf /usr/bin/python3 "$r.tmp/usr/local/bin/python"
   rm -rf "$r.tmp"/usr/share/doc/* "$r.tmp"/usr/share/man/* "$r.tmp"/usr/share/locale/* \
