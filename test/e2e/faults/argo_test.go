@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -727,7 +726,7 @@ func newArgoTokens(ctx context.Context, t *testing.T, r *argoRun, u *unstructure
 	}
 	at.write(t, "ca.crt", string(ca))
 	at.write(t, "namespace", ns)
-	at.write(t, "token", at.token(ctx, t, at.first))
+	at.write(t, "token", token(ctx, t, r.a.Client, r.a.Controller.Namespace, at.first))
 	mount := []any{map[string]any{"name": "sa-token", "mountPath": saDir, "readOnly": true}}
 	patch := map[string]any{
 		"automountServiceAccountToken": false,
@@ -754,17 +753,6 @@ func newArgoTokens(ctx context.Context, t *testing.T, r *argoRun, u *unstructure
 	return at
 }
 
-func (at *argoTokens) token(ctx context.Context, t *testing.T, sa string) string {
-	t.Helper()
-	exp := int64(3600)
-	tok, err := at.r.a.Client.CoreV1().ServiceAccounts(at.r.a.Controller.Namespace).CreateToken(ctx, sa,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s: %v", sa, err)
-	}
-	return tok.Status.Token
-}
-
 func (at *argoTokens) write(t *testing.T, name, content string) {
 	t.Helper()
 	(&tokenFile{dir: at.dir}).write(t, name, content)
@@ -774,7 +762,7 @@ func (at *argoTokens) write(t *testing.T, name, content string) {
 // API server refuses from then on.
 func (at *argoTokens) rotate(ctx context.Context, t *testing.T) {
 	t.Helper()
-	at.write(t, "token", at.token(ctx, t, at.second))
+	at.write(t, "token", token(ctx, t, at.r.a.Client, at.r.a.Controller.Namespace, at.second))
 	if err := at.r.a.Client.CoreV1().ServiceAccounts(at.r.a.Controller.Namespace).Delete(ctx, at.first, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
@@ -38,10 +39,11 @@ type tokenFile struct {
 	dir string
 }
 
-func token(ctx context.Context, t *testing.T, e *framework.StepEnv, sa string) string {
+// token is a one-hour token of service account sa in namespace ns.
+func token(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, sa string) string {
 	t.Helper()
 	exp := int64(3600)
-	tok, err := e.F.Client.CoreV1().ServiceAccounts(e.F.Namespace).CreateToken(ctx, sa,
+	tok, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token for %s: %v", sa, err)
@@ -78,7 +80,7 @@ func mountTokenDir(ctx context.Context, t *testing.T, s *step, pod *corev1.Pod) 
 	tf := &tokenFile{e: s.e, dir: dir}
 	tf.write(t, "ca.crt", string(ca))
 	tf.write(t, "namespace", s.e.F.Namespace)
-	tf.write(t, "token", token(ctx, t, s.e, saName))
+	tf.write(t, "token", token(ctx, t, s.e.F.Client, s.e.F.Namespace, saName))
 	s.tokens = tf
 	no := false
 	pod.Spec.AutomountServiceAccountToken = &no
@@ -134,7 +136,7 @@ func grantRotated(ctx context.Context, t *testing.T, e *framework.StepEnv) {
 // cases after it (a new UID: the old tokens stay refused).
 func (tf *tokenFile) rotate(ctx context.Context, t *testing.T) {
 	t.Helper()
-	tf.write(t, "token", token(ctx, t, tf.e, saRotated))
+	tf.write(t, "token", token(ctx, t, tf.e.F.Client, tf.e.F.Namespace, saRotated))
 	sas := tf.e.F.Client.CoreV1().ServiceAccounts(tf.e.F.Namespace)
 	if err := sas.Delete(ctx, saName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
