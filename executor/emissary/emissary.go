@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor"
@@ -209,12 +210,36 @@ func (e *Executor) alive(names []string) []string {
 }
 
 // Wait implements executor.ContainerRuntimeExecutor: it polls for every
-// container's exit code file every Poll.
+// container's exit code file every Poll, and logs each exit code it finds,
+// naming the signal when the code says one ended the container (128+N):
+// when the kubelet stops the pod, main's wrapper may see SIGTERM and exit
+// before wait is signalled, and this line is then what says why main ended.
 func (e *Executor) Wait(ctx context.Context, containerNames []string) error {
 	if err := e.waitGone(ctx, containerNames); err != nil {
 		return fmt.Errorf("emissary: wait for %s: %w", strings.Join(e.alive(containerNames), ", "), err)
 	}
+	for _, n := range containerNames {
+		if code, ok, err := e.exitCode(n); err == nil && ok {
+			l := e.log.WithField("container", n).WithField("exitCode", code)
+			if sig := signalOf(code); sig != "" {
+				l = l.WithField("signal", sig)
+			}
+			l.Info("container exited")
+		}
+	}
 	return nil
+}
+
+// signalOf names the signal an exit code of 128+N reports, as a shell
+// does, or "" for a code that reports none.
+func signalOf(code int) string {
+	if code <= 128 || code > 128+64 {
+		return ""
+	}
+	if name := unix.SignalName(syscall.Signal(code - 128)); name != "" {
+		return name
+	}
+	return "signal " + strconv.Itoa(code-128)
 }
 
 func (e *Executor) waitGone(ctx context.Context, names []string) error {

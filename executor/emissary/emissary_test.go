@@ -161,6 +161,38 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestWaitLogsExit: Wait logs each exit code it found, with the signal a
+// code of 128+N reports (what says why main ended when the kubelet's
+// SIGTERM reached main's wrapper before wait).
+func TestWaitLogsExit(t *testing.T) {
+	for _, tc := range []struct {
+		code, want string
+	}{
+		{"0", "exitCode=0"},
+		{"1", "exitCode=1"},
+		{"143", "exitCode=143 signal=SIGTERM"},
+		{"137", "exitCode=137 signal=SIGKILL"},
+		{"255", "exitCode=255"},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			e, _ := newTest(t, Config{})
+			var buf strings.Builder
+			l := logrus.New()
+			l.SetOutput(&buf)
+			l.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true, DisableQuote: true})
+			e.log = logrus.NewEntry(l)
+			write(t, e.ctrPath("main", "exitcode"), tc.code)
+			if err := e.Wait(context.Background(), []string{"main"}); err != nil {
+				t.Fatal(err)
+			}
+			got := buf.String()
+			if !strings.Contains(got, "msg=container exited container=main "+tc.want+"\n") {
+				t.Errorf("log = %q, want it to end the exit line with %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // fakeWrapper stands in for a wrapper: it consumes name's signal file and
 // exits (writes the exit code) on the signals in obeys.
 func fakeWrapper(t *testing.T, e *Executor, name string, obeys ...string) (seen func() []string, stop func()) {

@@ -3,14 +3,16 @@ package flow
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/argoexec/argoexec/executor"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// stopSidecars, in legacy sidecar mode, kills every container but main,
-// wait and init. The error names the containers that survived; when the
+// stopSidecars, in legacy sidecar mode, kills every container but the
+// main ones (Template.MainContainerNames: main, or a containerSet's), wait
+// and init. The error names the containers that survived; when the
 // protocol says survivors are the controller's to stop
 // (Protocol.SidecarSurvivorsWarn), a survivor (executor.executor.ErrPID1Survived) is a
 // warning that names it, and only other failures are errors.
@@ -19,9 +21,10 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mains := we.cfg.Template.MainContainerNames()
 	var sidecars []string
 	for _, n := range names {
-		if n != wf.MainContainerName && n != wf.WaitContainerName && n != wf.InitContainerName {
+		if !slices.Contains(mains, n) && n != wf.WaitContainerName && n != wf.InitContainerName {
 			sidecars = append(sidecars, n)
 		}
 	}

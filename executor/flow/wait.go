@@ -103,7 +103,7 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 		waitCtx, cancelWait = context.WithDeadline(ctx, deadline)
 	}
 	defer cancelWait()
-	err := we.runtime.Wait(waitCtx, []string{wf.MainContainerName})
+	err := we.runtime.Wait(waitCtx, we.cfg.Template.MainContainerNames())
 	if err == nil {
 		return window
 	}
@@ -123,7 +123,7 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window.stopBound(we.cfg.StopTimeout))
 	defer cancel()
-	if kerr := we.runtime.Kill(stopCtx, []string{wf.MainContainerName}, we.cfg.KillGrace/2); kerr != nil {
+	if kerr := we.runtime.Kill(stopCtx, we.cfg.Template.MainContainerNames(), we.cfg.KillGrace/2); kerr != nil {
 		errs.add("stop main", kerr)
 	}
 	return window

@@ -519,6 +519,37 @@ func TestWaitLegacySidecarsAreKilled(t *testing.T) {
 	}
 }
 
+// TestWaitContainerSet: a containerSet's containers are all main ones, as
+// in Argo v3.3.8: wait waits for every one of them (a sequence with no
+// container called main would otherwise wait forever, and outputs on a
+// shared volume would be read before the container that writes them
+// ended), and the legacy sidecar stop leaves them alone.
+func TestWaitContainerSet(t *testing.T) {
+	var waited, killed []string
+	fake := &executortest.Fake{
+		WaitFunc: func(_ context.Context, names []string) error { waited = names; return nil },
+		ListContainerNamesFunc: func(context.Context) ([]string, error) {
+			return []string{"init", "a", "b", "main", "wait", "sidecar"}, nil
+		},
+		KillFunc: func(_ context.Context, names []string, _ time.Duration) error { killed = names; return nil },
+	}
+	tmpl := &wf.Template{ContainerSet: &wf.ContainerSetTemplate{Containers: []wf.ContainerNode{
+		{Container: corev1.Container{Name: "a"}},
+		{Container: corev1.Container{Name: "b"}, Dependencies: []string{"a"}},
+		{Container: corev1.Container{Name: "main"}},
+	}}}
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if got := strings.Join(waited, ","); got != "a,b,main" {
+		t.Errorf("waited for %s, want a,b,main", got)
+	}
+	if got := strings.Join(killed, ","); got != "sidecar" {
+		t.Errorf("stopped %s as sidecars, want sidecar alone", got)
+	}
+}
+
 // TestWaitLegacySidecarSurvivorUnderArgo: under Argo's protocol a sidecar
 // that survives its stop is a warning naming it (Argo's controller then
 // runs the pod's kill-cmd annotation, and Argo's argoexec exits 0); any

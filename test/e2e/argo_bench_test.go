@@ -35,7 +35,7 @@ import (
 
 // TestArgoFigures, under Argo v3.3.8's controller (build tag bench: `make bench-argo`): the
 // anchor's step (anchor-figures.md) run one at a time, interleaved between the two executor
-// images and the two backends, ARGOEXEC_E2E_ARGO_BENCH times each (default 1; `make bench-argo`
+// images and the three backends (k8sapi, kubelet, emissary), ARGOEXEC_E2E_ARGO_BENCH times each (default 1; `make bench-argo`
 // runs 7). It measures main's exit (containerd's task exit event) -> WorkflowTaskResult seen by
 // a watch, pod created -> Succeeded (watch), wait's peak RSS and CPU (its cgroup and /proc,
 // sampled while it runs), and the requests the pod's service account made (the API server's
@@ -528,7 +528,7 @@ func TestArgoFigures(t *testing.T) {
 	t0 := time.Now()
 	// Interleaved: every repetition runs each image on each backend, one step at a time.
 	for i := range reps {
-		for _, backend := range []string{"k8sapi", "kubelet"} {
+		for _, backend := range []string{"k8sapi", "kubelet", "emissary"} {
 			for _, a := range argos {
 				key := a.Controller.Name + "/" + backend
 				if i == 0 {

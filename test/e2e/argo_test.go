@@ -190,6 +190,62 @@ var argoCases = []argoCase{
 				t.Errorf("divide-by-2 results %q, want 1 and 2 (nothing but the script's stdout)", results)
 			}
 		}},
+
+	// container sets: emissary alone
+	{example: "container-set-template/sequence-workflow", only: "emissary", wantPhase: "Succeeded", check: containerNodes("a", "b", "c")},
+	{example: "container-set-template/parallel-workflow", only: "emissary", wantPhase: "Succeeded", check: containerNodes("a", "b")},
+	{example: "container-set-template/graph-workflow", only: "emissary", wantPhase: "Succeeded", check: containerNodes("a", "b", "c", "d")},
+	{example: "container-set-template/workspace-workflow", only: "emissary", wantPhase: "Succeeded", check: func(t *testing.T, o *framework.WorkflowOutcome) {
+		n := mustNode(t, o, "WF", "Succeeded")
+		wantParam(t, n, "out", "hi")
+		if got := n.Artifacts["out"]["out"]; got != "hi" {
+			t.Errorf("artifact out: %q, want %q (files %v)", got, "hi", keys(n.Artifacts["out"]))
+		}
+	}},
+	{example: "container-set-template/outputs-result-workflow", only: "emissary", wantPhase: "Succeeded", check: func(t *testing.T, o *framework.WorkflowOutcome) {
+		if r := mustNode(t, o, "a", "Succeeded").Result; r == nil || *r != "hi" {
+			t.Errorf("a's result %v, want \"hi\"", r)
+		}
+		mustNode(t, o, "b", "Succeeded")
+	}},
+	// a legacy sidecar that ignores SIGTERM: ours escalates to SIGKILL after the grace
+	{example: "sidecar-ignores-term", manifest: sidecarIgnoresTerm, only: "emissary", wantPhase: "Succeeded",
+		upstreamDiffers: "Argo v3.3.8's emissary never escalates a stop to SIGKILL, so the sidecar keeps the pod running until the workflow's activeDeadlineSeconds",
+		check: func(t *testing.T, o *framework.WorkflowOutcome) {
+			wantLogContains(t, mustNode(t, o, "WF", "Succeeded"), "main done")
+		}},
+}
+
+// sidecarIgnoresTerm is a step whose legacy sidecar ignores SIGTERM (its shell traps it, and
+// its sleep is restarted); the workflow's deadline bounds what a stop that never escalates
+// leaves running.
+const sidecarIgnoresTerm = `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata:
+  generateName: sidecar-ignores-term-
+spec:
+  entrypoint: main
+  activeDeadlineSeconds: 90
+  templates:
+  - name: main
+    container:
+      image: alpine:3.7
+      command: [sh, -c, "echo main done"]
+    sidecars:
+    - name: stubborn
+      image: alpine:3.7
+      command: [sh, -c, "trap '' TERM; while true; do sleep 1; done"]
+`
+
+// containerNodes checks a container set: the pod node and each named container's node
+// Succeeded.
+func containerNodes(names ...string) func(*testing.T, *framework.WorkflowOutcome) {
+	return func(t *testing.T, o *framework.WorkflowOutcome) {
+		mustNode(t, o, "WF", "Succeeded")
+		for _, n := range names {
+			mustNode(t, o, n, "Succeeded")
+		}
+	}
 }
 
 // Examples of v3.3.8 that need the network at run time (or an image that is not built here),

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +138,10 @@ func (p *Protocol) Template(path string) (*wf.Template, error) {
 // Flow implements protocol.Protocol.
 func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	tmpl := req.Template
-	include := p.IncludeScriptOutput && (tmpl.Container != nil || tmpl.Script != nil)
+	// As Argo's Template.HasOutput: a containerSet has a result when one of
+	// its containers is main.
+	include := p.IncludeScriptOutput && (tmpl.Container != nil || tmpl.Script != nil ||
+		tmpl.ContainerSet != nil && slices.Contains(tmpl.MainContainerNames(), wf.MainContainerName))
 	parts := protocol.FlowParts{Config: flow.WorkflowConfig{
 		Protocol: flow.Protocol{
 			InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,

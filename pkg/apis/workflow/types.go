@@ -160,6 +160,21 @@ type Parameter struct {
 	Description *AnyString `json:"description,omitempty"`
 }
 
+// MainContainerNames are the containers wait waits for, and that stopping
+// the step stops first: every container of a containerSet (Argo v3.3.8's
+// Template.GetMainContainerNames), else main alone. Outputs are still read
+// from main: a containerSet that has outputs names one container main.
+func (t *Template) MainContainerNames() []string {
+	if t == nil || t.ContainerSet == nil {
+		return []string{MainContainerName}
+	}
+	names := make([]string, 0, len(t.ContainerSet.Containers))
+	for _, c := range t.ContainerSet.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
 // OutputDefault is the value an output parameter takes when its source
 // (ValueFrom.Path) does not exist: ValueFrom.Default, as Argo documents it,
 // else Default, as this project first spelled it; nil when neither is set.
