@@ -1,6 +1,6 @@
 # The argoexec images, FROM scratch: no base image is pulled and nothing is compiled here. The
 # build context is the directory hack/images.sh prepares ($ARGOEXEC_CACHE/images/argoexec.context):
-#   bin/                  hack/build.sh's static argoexec, argoexec-main, workflow-controller
+#   bin/                  hack/build.sh's static argoexec, argoexec-main, argoexec-step
 #   ca-certificates.crt   the CA bundle (Debian's ca-certificates)
 #   argo/bin/             a static busybox, linked as sh and pidof only
 #

@@ -6,7 +6,7 @@ SHELL := /bin/bash
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build static argoexec, argoexec-main and workflow-controller into bin/, version stamped (hack/version.sh)
+build: ## build static argoexec, argoexec-main and argoexec-step into bin/, version stamped (hack/version.sh)
 	hack/build.sh
 
 lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck (hack/verify.sh)

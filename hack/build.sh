@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds static, reproducible binaries of argoexec, argoexec-main and workflow-controller into
+# Builds static, reproducible binaries of argoexec, argoexec-main and argoexec-step into
 # ${OUT:-bin/}. The version and commit (hack/version.sh) are stamped with -ldflags -X. argoexec-main is
 # ./cmd/argoexec built with the tag argoexec_main: the resource and data templates' own flows,
 # which argoexec hands those two commands to (their libraries would make every wait bigger).
@@ -19,6 +19,6 @@ build() { # OUTPUT PACKAGE [go build flags...]
 }
 build argoexec ./cmd/argoexec
 build argoexec-main ./cmd/argoexec -tags argoexec_main
-build workflow-controller ./cmd/workflow-controller
+build argoexec-step ./cmd/argoexec-step
 built=$(find "$OUT" -maxdepth 1 -type f -printf '%f ')
 echo "built ${built}in $OUT/ (version $VERSION)"

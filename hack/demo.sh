@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: bring up the local cluster, build and import the images, then run
-# every template in examples/ through `workflow-controller run` on each
+# every template in examples/ through `argoexec-step run` on each
 # backend, printing each step's outputs and timings; then multi-step examples of
 # Argo v3.3.8 (dag-diamond, artifact-passing's emptyDir variant) through Argo's
 # own controller with our argoexec (hack/argo.sh, hack/tools/argodemo), on
@@ -56,7 +56,7 @@ step() {
   echo
   echo "=== $backend: examples/$ex.yaml"
   s=$(now_ms)
-  bin/workflow-controller run --template "examples/$ex.yaml" --configmap "$work/$backend.yaml" \
+  bin/argoexec-step run --template "examples/$ex.yaml" --configmap "$work/$backend.yaml" \
     --namespace "demo-$backend" --name "$ex" --rm --timeout 3m "$@" || rc=$?
   e=$(now_ms)
   echo "--- $backend $ex: exit $rc, $(( e - s )) ms wall (create -> finished -> deleted)"
@@ -88,7 +88,7 @@ docker_step() {
   echo
   echo "=== docker: examples/$ex.yaml"
   s=$(now_ms)
-  bin/workflow-controller render --template "examples/$ex.yaml" --configmap "$work/docker.yaml" \
+  bin/argoexec-step render --template "examples/$ex.yaml" --configmap "$work/docker.yaml" \
     --namespace demo-docker --name "$ex" "$@" > "$work/$ex.docker-pod.yaml" || rc=$?
   if [ "$rc" = 0 ]; then
     bin/dockernode -pod "$work/$ex.docker-pod.yaml" -kubeconfig "$KUBECONFIG" -timeout 3m || rc=$?

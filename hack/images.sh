@@ -6,7 +6,7 @@
 #
 # IMAGE: pause (docker.io/library/pause:local, the pod sandbox), busybox (busybox:local),
 #        argoexec: two images from one build (hack/build.sh: argoexec, argoexec-main,
-#        workflow-controller, static), as the Dockerfile's targets make them:
+#        argoexec-step, static), as the Dockerfile's targets make them:
 #          argoexec:dev       (target default) the binaries and the CA bundle, nothing else
 #          argoexec:dev-argo  (target argo) plus a static busybox as sh and pidof only, which
 #                             Argo's controller needs in wait (hack/argo.sh's "ours")

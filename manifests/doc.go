@@ -1,5 +1,5 @@
 // Package manifests holds the install paths: the kustomize base and the
-// per-backend overlays for workflow-controller (least-privilege RBAC and the
+// per-backend overlays for argoexec-step (least-privilege RBAC and the
 // ConfigMap StandaloneConfigMapName), and argo/, the components that make
 // Argo v3.3.x's own controller run argoexec. Its tests render each one and
 // decode every object strictly.

@@ -38,7 +38,7 @@ type Env struct {
 // none), for a backend that cross-checks with the pod's status.
 type Constructor func(restCfg *rest.Config, log *logrus.Entry) (executor.ContainerRuntimeExecutor, error)
 
-// Registration is everything argoexec and workflow-controller know of one
+// Registration is everything argoexec and argoexec-step know of one
 // backend.
 type Registration struct {
 	// Pod is the backend's name, the check of the ConfigMap keys it reads,

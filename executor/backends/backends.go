@@ -1,5 +1,5 @@
 // Package backends is the one list of the container runtime executors
-// argoexec and workflow-controller are built with, one line per backend.
+// argoexec and argoexec-step are built with, one line per backend.
 // Only cmd/ (and tests that build pods or load configurations as the
 // binaries do) import it; a new backend is its own package plus one line
 // here.

@@ -9,7 +9,7 @@ import (
 )
 
 // TestCheckConfig feeds the kubelet's keys through the configuration's
-// loader, as workflow-controller reads them, one bad value at a time.
+// loader, as argoexec-step reads them, one bad value at a time.
 func TestCheckConfig(t *testing.T) {
 	backends := []config.Backend{Backend().Pod}
 	for _, tc := range []struct {

@@ -266,4 +266,4 @@ func fileSHA256(r io.Reader) (string, error) {
 }
 
 // errNoS3 is returned for s3 artifacts when no S3 driver is configured.
-var errNoS3 = errors.New("no S3 repository is configured: set artifactRepository.s3 in the workflow-controller ConfigMap (or archiveLocation.s3 on the template)")
+var errNoS3 = errors.New("no S3 repository is configured: set artifactRepository.s3 in the argoexec-step ConfigMap (or archiveLocation.s3 on the template)")

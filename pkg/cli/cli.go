@@ -1,4 +1,4 @@
-// Package cli holds what the argoexec and workflow-controller command trees
+// Package cli holds what the argoexec and argoexec-step command trees
 // share: telling usage errors from failures, running a cobra root so that
 // happens in one place, and building the one logger a command logs through.
 package cli

@@ -25,7 +25,7 @@ func Keys() []KeyDoc {
 
 func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
-	refused := "Argo's; refused by workflow-controller (not implemented): "
+	refused := "Argo's; refused by argoexec-step (not implemented): "
 	return []KeyDoc{
 		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, emissary, k8sapi or kubelet."},
 		{"containerRuntimeExecutors", "", "Ordered list of {name, selector}; the first selector matching the workflow's labels picks the backend. The workflow label " + workflow.LabelContainerRuntimeExecutor + " overrides it."},
@@ -66,15 +66,15 @@ func ourKeys() []KeyDoc {
 }
 
 // ignoredDoc starts the doc of every key in argoIgnored.
-const ignoredDoc = "Argo's; accepted and ignored by workflow-controller (Argo's controller uses it): "
+const ignoredDoc = "Argo's; accepted and ignored by argoexec-step (Argo's controller uses it): "
 
 // argoIgnored documents the top-level keys of Argo v3.3's controller (and
 // argo-server) configuration that this controller accepts and ignores, so
 // that Argo's own ConfigMap loads unchanged.
 func argoIgnored() []KeyDoc {
 	return []KeyDoc{
-		{"mainContainer", "", ignoredDoc + "defaults of main containers; workflow-controller takes main as the template writes it."},
-		{"images", "", ignoredDoc + "image commands for the emissary executor (on emissary, workflow-controller refuses a container without command instead)."},
+		{"mainContainer", "", ignoredDoc + "defaults of main containers; argoexec-step takes main as the template writes it."},
+		{"images", "", ignoredDoc + "image commands for the emissary executor (on emissary, argoexec-step refuses a container without command instead)."},
 		{"instanceID", "", ignoredDoc + "the controller instance a workflow belongs to."},
 		{"namespace", "", ignoredDoc + "the namespace Argo's controller watches."},
 		{"kubeConfig", "", ignoredDoc + "kubeconfig for pods of another cluster."},

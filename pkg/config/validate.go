@@ -156,11 +156,11 @@ func checkExecutorSpec(e *corev1.Container) []error {
 // notImplemented is the error for an Argo setting this controller does
 // not implement: it names the key and what to do instead.
 func notImplemented(key, instead string) error {
-	return fmt.Errorf("%s: not supported by workflow-controller; Argo's controller handles it (%s)", key, instead)
+	return fmt.Errorf("%s: not supported by argoexec-step; Argo's controller handles it (%s)", key, instead)
 }
 
 // checkRepository refuses the repository kinds and settings of Argo's that
-// workflow-controller does not implement: ignoring them would store
+// argoexec-step does not implement: ignoring them would store
 // artifacts elsewhere, or otherwise, than the ConfigMap says.
 func checkRepository(r *workflow.ArtifactRepository) []error {
 	var errs []error

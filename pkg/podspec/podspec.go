@@ -45,7 +45,7 @@ type Meta struct {
 // backends; the selected one shapes the pod). It substitutes input
 // parameters, carries the template to init and wait in a pod annotation
 // projected as a file, and refuses what the selected backend cannot do and
-// the Argo fields that workflow-controller does not implement (see Fields).
+// the Argo fields that argoexec-step does not implement (see Fields).
 func Build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta Meta) (*corev1.Pod, error) {
 	pod, err := build(cfg, backends, tmpl, meta)
 	if err != nil {

@@ -607,7 +607,7 @@ func TestOutputsOutsideVolumes(t *testing.T) {
 	}
 }
 
-// TestArgoFields checks that every Argo field workflow-controller does not
+// TestArgoFields checks that every Argo field argoexec-step does not
 // implement is refused by name with what to do, and that ignored ones are
 // listed by podspec.IgnoredFields.
 func TestArgoFields(t *testing.T) {
@@ -617,8 +617,8 @@ func TestArgoFields(t *testing.T) {
 		want           string // in podspec.Build's error; "" means podspec.Build succeeds
 		ignored        []string
 	}{
-		{"retryStrategy", main + "retryStrategy: {limit: 3}\n", "retryStrategy: not supported by workflow-controller run; Argo's controller handles it", nil},
-		{"timeout", main + "timeout: 30s\n", "timeout: not supported by workflow-controller run", nil},
+		{"retryStrategy", main + "retryStrategy: {limit: 3}\n", "retryStrategy: not supported by argoexec-step run; Argo's controller handles it", nil},
+		{"timeout", main + "timeout: 30s\n", "timeout: not supported by argoexec-step run", nil},
 		{"daemon", main + "daemon: true\n", "daemon: not supported", nil},
 		{"daemon false", main + "daemon: false\n", "", nil},
 		{"podSpecPatch", main + "podSpecPatch: '{}'\n", "podSpecPatch: not supported", nil},
@@ -627,7 +627,7 @@ func TestArgoFields(t *testing.T) {
 		{"archiveLocation", main + "archiveLocation: {s3: {key: k}}\n", "archiveLocation: not supported", nil},
 		{"automount false", main + "automountServiceAccountToken: false\n", "automountServiceAccountToken: not supported", nil},
 		{"automount true", main + "automountServiceAccountToken: true\n", "", nil},
-		{"steps", "steps: [[{name: a, template: b}]]\n", "steps: not supported by workflow-controller run", nil},
+		{"steps", "steps: [[{name: a, template: b}]]\n", "steps: not supported by argoexec-step run", nil},
 		{"dag", "dag: {tasks: [{name: a, template: b}]}\n", "dag: not supported", nil},
 		{"suspend", "suspend: {}\n", "suspend: not supported", nil},
 		{"resource", "resource: {action: create, manifest: x}\n", "resource: not supported", nil},
@@ -677,8 +677,8 @@ func TestArgoFields(t *testing.T) {
 // `go test ./pkg/podspec -update`.
 func TestFieldsTable(t *testing.T) {
 	var sb strings.Builder
-	sb.WriteString("# Argo's template fields under workflow-controller\n\n" +
-		"Every field of Argo v3.3.8's Template decodes (pkg/apis/workflow). `workflow-controller`\n" +
+	sb.WriteString("# Argo's template fields under argoexec-step\n\n" +
+		"Every field of Argo v3.3.8's Template decodes (pkg/apis/workflow). `argoexec-step`\n" +
 		"runs one container or script template as one pod; for each field that a controller acts\n" +
 		"on, it applies it to the pod, ignores it (harmless for one pod run; `render` and `run` log\n" +
 		"the ignored fields) or refuses it with an error naming the field. Under Argo's own\n" +

@@ -7,7 +7,7 @@ import (
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
-// Our workflow-controller runs one container or script template as one
+// Our argoexec-step runs one container or script template as one
 // pod. A template may carry any field of Argo's (workflow.DecodeTemplate
 // accepts them all); for each field a controller acts on, the pod builder
 // either applies it to the pod, ignores it because it cannot change what
@@ -17,7 +17,7 @@ import (
 // decision; pkg/podspec/FIELDS.md is the same table for users, generated
 // from it (a test keeps the two in step).
 
-// Field is one Argo template field and what workflow-controller does with it.
+// Field is one Argo template field and what argoexec-step does with it.
 type Field struct {
 	// Path is the field's path in the template, e.g. retryStrategy.
 	Path string
@@ -66,7 +66,7 @@ func Fields() []Field {
 
 		{"metrics", Ignored, "Prometheus metrics are emitted by Argo's controller; a pod run has none to emit.", when(func(t *workflow.Template) bool { return t.Metrics != nil })},
 		{"memoize", Ignored, "a pod run has no cache: the step always runs.", when(func(t *workflow.Template) bool { return t.Memoize != nil })},
-		{"synchronization", Ignored, "locks order the steps of Argo's workflows; workflow-controller run runs one step.", when(func(t *workflow.Template) bool { return t.Synchronization != nil })},
+		{"synchronization", Ignored, "locks order the steps of Argo's workflows; argoexec-step run runs one step.", when(func(t *workflow.Template) bool { return t.Synchronization != nil })},
 		{"parallelism", Ignored, "bounds the children of a steps or dag template; a container template has none.", when(func(t *workflow.Template) bool { return t.Parallelism != nil })},
 		{"failFast", Ignored, "applies to the children of a steps or dag template; a container template has none.", when(func(t *workflow.Template) bool { return t.FailFast != nil })},
 		{"outputs.result", Ignored, "filled in on a node by Argo's controller; wait reports the result it reads.", when(func(t *workflow.Template) bool { return t.Outputs.Result != nil })},
@@ -75,23 +75,23 @@ func Fields() []Field {
 		{"inputs.parameters[].enum", Ignored, "Argo's controller checks the value against it on submission.", inputParams(func(p workflow.Parameter) bool { return p.Enum != nil }, "enum")},
 		{"inputs.parameters[].description", Ignored, "documentation only.", inputParams(func(p workflow.Parameter) bool { return p.Description != nil }, "description")},
 
-		{"retryStrategy", Refused, "rerun workflow-controller run; or use Argo's controller.", when(func(t *workflow.Template) bool { return t.RetryStrategy != nil })},
-		{"timeout", Refused, "use activeDeadlineSeconds, or workflow-controller run --timeout.", when(func(t *workflow.Template) bool { return t.Timeout != "" })},
+		{"retryStrategy", Refused, "rerun argoexec-step run; or use Argo's controller.", when(func(t *workflow.Template) bool { return t.RetryStrategy != nil })},
+		{"timeout", Refused, "use activeDeadlineSeconds, or argoexec-step run --timeout.", when(func(t *workflow.Template) bool { return t.Timeout != "" })},
 		{"daemon", Refused, "a daemon step outlives its workflow's step; run the server as a sidecar instead.", when(func(t *workflow.Template) bool { return t.Daemon != nil && *t.Daemon })},
-		{"podSpecPatch", Refused, "set the fields in the template, or edit the output of workflow-controller render.", when(func(t *workflow.Template) bool { return t.PodSpecPatch != "" })},
+		{"podSpecPatch", Refused, "set the fields in the template, or edit the output of argoexec-step render.", when(func(t *workflow.Template) bool { return t.PodSpecPatch != "" })},
 		{"initContainers", Refused, "put the work in main, or use a sidecar.", when(func(t *workflow.Template) bool { return t.InitContainers != nil })},
 		{"executor", Refused, "init and wait run as the pod's service account: set serviceAccountName.", when(func(t *workflow.Template) bool { return t.Executor != nil })},
 		{"archiveLocation", Refused, "the repository is the ConfigMap's artifactRepository; drop archiveLocation.", when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil })},
-		{"steps", Refused, "workflow-controller run runs one container or script template: run each step's template.", when(func(t *workflow.Template) bool { return t.Steps != nil })},
-		{"dag", Refused, "workflow-controller run runs one container or script template: run each task's template.", when(func(t *workflow.Template) bool { return t.DAG != nil })},
-		{"suspend", Refused, "workflow-controller run runs one container or script template.", when(func(t *workflow.Template) bool { return t.Suspend != nil })},
+		{"steps", Refused, "argoexec-step run runs one container or script template: run each step's template.", when(func(t *workflow.Template) bool { return t.Steps != nil })},
+		{"dag", Refused, "argoexec-step run runs one container or script template: run each task's template.", when(func(t *workflow.Template) bool { return t.DAG != nil })},
+		{"suspend", Refused, "argoexec-step run runs one container or script template.", when(func(t *workflow.Template) bool { return t.Suspend != nil })},
 		{"resource", Refused, "resource templates run `argoexec resource` as main under Argo's controller.", when(func(t *workflow.Template) bool { return t.Resource != nil })},
 		{"data", Refused, "data templates run `argoexec data` as main under Argo's controller.", when(func(t *workflow.Template) bool { return t.Data != nil })},
 		{"containerSet", Refused, "use one container, or sidecars.", when(func(t *workflow.Template) bool { return t.ContainerSet != nil })},
 		{"http", Refused, "HTTP templates are run by Argo's agent; use a container running curl.", when(func(t *workflow.Template) bool { return t.HTTP != nil })},
 		{"plugin", Refused, "plugin templates are run by Argo's executor plugins.", when(func(t *workflow.Template) bool { return t.Plugin != nil })},
 		{"outputs.parameters[].valueFrom", Refused, "wait reads valueFrom.path (and valueFrom.default); jsonPath, jqFilter, event, parameter, supplied, configMapKeyRef and expression are resolved by Argo's controller or resource templates.", valueFromSources},
-		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under workflow-controller; use s3, http or raw.", artifactFields},
+		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under argoexec-step; use s3, http or raw.", artifactFields},
 	}
 }
 
@@ -191,7 +191,7 @@ func refuseUnsupported(t *workflow.Template) (ignored []string, err error) {
 			}
 			switch f.Handling {
 			case Refused:
-				errs = append(errs, fmt.Errorf("%s: not supported by workflow-controller run; Argo's controller handles it (%s)", at, f.Why))
+				errs = append(errs, fmt.Errorf("%s: not supported by argoexec-step run; Argo's controller handles it (%s)", at, f.Why))
 			case Ignored:
 				ignored = append(ignored, at)
 			}

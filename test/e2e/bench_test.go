@@ -942,7 +942,7 @@ func (b *bench) report(t *testing.T) (string, map[string]string) {
 	p("One run of `%s` (`test/e2e/bench_test.go`, `TestBench`), %s UTC, %s; load average %s at the start, %s at the end; "+
 		"the run took %s. Medians and p90 (nearest rank) of %d repetitions, interleaved (each repetition runs every series in turn); "+
 		"the big-artifact step %d repetition(s). The sections after this block are hand-collected tables of earlier runs, kept as their record. Steps: the anchor's step (`echo hello; echo 42 > out`, an output parameter on an emptyDir); "+
-		"\"our pod builder\" is the pod `pkg/podspec` builds, as our workflow-controller creates it; \"main runs 2 s\" is the same step after `sleep 2`, "+
+		"\"our pod builder\" is the pod `pkg/podspec` builds, as our argoexec-step creates it; \"main runs 2 s\" is the same step after `sleep 2`, "+
 		"so that wait's exec session into main is up before main exits (the anchor's main exits within milliseconds, before it can attach).\n\n",
 		b.cfg.command, b.started.UTC().Format("2006-01-02 15:04"), machineLine(), b.loadStart, b.loadEnd, b.took.Round(time.Second), b.cfg.reps, b.cfg.bigReps)
 

@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/cmd/argoexec-step/app"
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/executortest"
 	"github.com/argoexec/argoexec/executor/kubelet"
@@ -285,7 +285,7 @@ func TestDefectOutputsDocker(t *testing.T) {
 
 // TestDefectInitFailure (defect 3): init rightly refuses an input archive
 // whose entry out/root links to /; the error reaches the user: init's
-// termination message holds it, and `workflow-controller run` names init,
+// termination message holds it, and `argoexec-step run` names init,
 // prints that message and init's log, and says main and wait never started
 // instead of printing their empty logs.
 func TestDefectInitFailure(t *testing.T) {
@@ -334,7 +334,7 @@ func TestDefectInitFailure(t *testing.T) {
 	runErr := app.Run(ctx, []string{"run", "--template", tf, "--configmap", cf, "--kubeconfig", e.f.Env.Kubeconfig,
 		"--namespace", e.f.Namespace, "--service-account", "argoexec", "--name", "evil-input", "--timeout", "90s"},
 		app.IO{Out: &out, Err: &stderr})
-	t.Logf("workflow-controller run: %v\n%s", runErr, out.String())
+	t.Logf("argoexec-step run: %v\n%s", runErr, out.String())
 	pod, err := e.f.Client.CoreV1().Pods(e.f.Namespace).Get(ctx, "evil-input", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -377,14 +377,14 @@ func firstLineOf(s string) string {
 	return line
 }
 
-// TestDefectConfigErrorCLI (defect 4): the workflow-controller binary,
+// TestDefectConfigErrorCLI (defect 4): the argoexec-step binary,
 // given a ConfigMap in Argo's per-key layout whose kubeletPort is a quoted
 // string, says so in the user's terms and exits 2, and refuses an empty
 // executor image.
 func TestDefectConfigErrorCLI(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "workflow-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/workflow-controller")
+	bin := filepath.Join(dir, "argoexec-step")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/argoexec-step")
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

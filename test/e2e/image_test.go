@@ -60,7 +60,7 @@ func TestDockerfileMatchesImagesSh(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"default": {"bin/", "bin/argoexec", "bin/argoexec-main", "bin/workflow-controller",
+		"default": {"bin/", "bin/argoexec", "bin/argoexec-main", "bin/argoexec-step",
 			"etc/", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt"},
 	}
 	want["argo"] = slices.Sorted(slices.Values(append(slices.Clone(want["default"]), "bin/busybox", "bin/pidof -> busybox", "bin/sh -> busybox")))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/cmd/argoexec-step/app"
 	"github.com/argoexec/argoexec/manifests"
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -18,7 +18,7 @@ import (
 // TestInstallStandalone runs the README's quick start as a user types it,
 // in a namespace of the test's own: `kubectl apply -n NS -k
 // manifests/overlays/k8sapi`, the ConfigMap saved with `kubectl get`, its
-// image set, then `workflow-controller run` of examples/script-result.yaml
+// image set, then `argoexec-step run` of examples/script-result.yaml
 // with the overlay's ServiceAccount. The step must succeed and print its
 // result: the install's RBAC and ConfigMap are enough.
 func TestInstallStandalone(t *testing.T) {
@@ -46,9 +46,9 @@ func TestInstallStandalone(t *testing.T) {
 	var out, stderr bytes.Buffer
 	err := app.Run(f.Context(), []string{"run", "--kubeconfig", f.Env.Kubeconfig, "--namespace", f.Namespace, "--configmap", file,
 		"--template", filepath.Join(repoRoot(), "examples", "script-result.yaml"), "--rm", "--timeout", "2m"}, app.IO{Out: &out, Err: &stderr})
-	t.Logf("$ workflow-controller run --namespace %s --configmap config.yaml --template examples/script-result.yaml --rm\n%s", f.Namespace, out.String())
+	t.Logf("$ argoexec-step run --namespace %s --configmap config.yaml --template examples/script-result.yaml --rm\n%s", f.Namespace, out.String())
 	if err != nil {
-		t.Fatalf("workflow-controller run: %v\n%s", err, stderr.String())
+		t.Fatalf("argoexec-step run: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(out.String(), "Succeeded") {
 		t.Errorf("run printed no Succeeded phase:\n%s", out.String())

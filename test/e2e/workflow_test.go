@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/cmd/argoexec-step/app"
 	"github.com/argoexec/argoexec/executor/backends"
 	"github.com/argoexec/argoexec/executor/emissary"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"

@@ -37,5 +37,5 @@ func (l KeyFormatLocator) Locate(a wf.Artifact, v flow.KeyVars) (wf.Artifact, wf
 
 // NoRepositoryHint implements flow.ArtifactLocator.
 func (KeyFormatLocator) NoRepositoryHint() string {
-	return "set artifactRepository.s3 in the workflow-controller ConfigMap"
+	return "set artifactRepository.s3 in the argoexec-step ConfigMap"
 }

@@ -1,5 +1,5 @@
 // Package native is the side of the pod of argoexec's own pod builder
-// (pkg/podspec, workflow-controller): the template in the pod annotation
+// (pkg/podspec, argoexec-step): the template in the pod annotation
 // workflows.argoproj.io/template projected as a file, the repository and
 // its keys in argoexec's own variables, outputs in the pod annotation
 // workflows.argoproj.io/outputs, and SIGTERM to wait as the kubelet's

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argoexec/argoexec/cmd/workflow-controller/app"
+	"github.com/argoexec/argoexec/cmd/argoexec-step/app"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/test/e2e/framework"
 )
@@ -57,7 +57,7 @@ type node struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.podFile, "pod", "", "rendered pod YAML (workflow-controller render)")
+	flag.StringVar(&o.podFile, "pod", "", "rendered pod YAML (argoexec-step render)")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	flag.StringVar(&o.sock, "sock", "/var/run/docker.sock", "dockerd socket")
 	flag.StringVar(&o.node, "node", framework.DockerNodeName, "spec.nodeName of the API pod (a Node object no kubelet runs; registered if absent)")

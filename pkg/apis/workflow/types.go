@@ -52,7 +52,7 @@ type Template struct {
 
 	// The fields below are Argo v3.3.8's and are acted on by a controller
 	// only: argoexec carries them and ignores them. pkg/podspec says, for
-	// each, whether our workflow-controller applies it, ignores it or
+	// each, whether our argoexec-step applies it, ignores it or
 	// refuses it.
 
 	// NodeSelector constrains the nodes the pod may run on.

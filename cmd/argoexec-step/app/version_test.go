@@ -8,10 +8,10 @@ import (
 	"github.com/argoexec/argoexec/pkg/version"
 )
 
-// TestVersion: `workflow-controller version` and `--version` print the
+// TestVersion: `argoexec-step version` and `--version` print the
 // version, commit and Go version on one line.
 func TestVersion(t *testing.T) {
-	want := "workflow-controller " + version.Get().String() + "\n"
+	want := "argoexec-step " + version.Get().String() + "\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		var out, errOut bytes.Buffer
 		if err := Run(context.Background(), args, IO{Out: &out, Err: &errOut}); err != nil {

@@ -1,4 +1,4 @@
-// Package app is workflow-controller's command tree: thin cobra commands
+// Package app is argoexec-step's command tree: thin cobra commands
 // over options structs that are completed from flags, validated, then run.
 package app
 
@@ -22,7 +22,7 @@ type IO struct {
 	Out, Err io.Writer
 }
 
-// Exit codes of workflow-controller, mapped from errors in ExitCode and nowhere else.
+// Exit codes of argoexec-step, mapped from errors in ExitCode and nowhere else.
 const (
 	// ExitOK: the command succeeded (for run: the pod Succeeded).
 	ExitOK = 0
@@ -121,7 +121,7 @@ func (o *globalOptions) logger(stderr io.Writer) (*logrus.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return logrus.NewEntry(l).WithField("component", "workflow-controller"), nil
+	return logrus.NewEntry(l).WithField("component", "argoexec-step"), nil
 }
 
 // runners hold what each command does once its options are complete; tests
@@ -150,7 +150,7 @@ func run(ctx context.Context, args []string, stdio IO, r runners) error {
 func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
-		Use:           "workflow-controller",
+		Use:           "argoexec-step",
 		Short:         "Render and run the pod of one workflow step with the argoexec executor",
 		Version:       version.Get().String(),
 		SilenceErrors: true,

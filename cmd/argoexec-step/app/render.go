@@ -93,7 +93,7 @@ func (o *RenderOptions) Validate() error {
 
 // load reads and checks the template and the configuration; a bad file is
 // a usage error: nothing has been done yet. It logs the keys of Argo's
-// ConfigMap and the template fields that workflow-controller accepts and
+// ConfigMap and the template fields that argoexec-step accepts and
 // ignores, so that nothing is dropped unsaid.
 func (o *RenderOptions) load(log *logrus.Entry) error {
 	data, err := os.ReadFile(o.TemplateFile)
@@ -122,7 +122,7 @@ func (o *RenderOptions) load(log *logrus.Entry) error {
 		return &UsageError{Err: err}
 	}
 	if len(o.config.Ignored) > 0 {
-		log.WithField("keys", strings.Join(o.config.Ignored, ", ")).Info("ConfigMap: ignoring keys of Argo's controller that workflow-controller does not use")
+		log.WithField("keys", strings.Join(o.config.Ignored, ", ")).Info("ConfigMap: ignoring keys of Argo's controller that argoexec-step does not use")
 	}
 	if ignored := podspec.IgnoredFields(o.template); len(ignored) > 0 {
 		log.WithField("fields", strings.Join(ignored, ", ")).Info("template: ignoring fields that only Argo's controller acts on and that cannot change this pod run")
