@@ -12,7 +12,8 @@ import (
 
 // stopSidecars, in legacy sidecar mode, kills every container but the
 // main ones (Template.MainContainerNames: main, or a containerSet's), wait
-// and init. The error names the containers that survived; when the
+// and init: those the backend lists and the template's sidecars, started
+// or not. The error names the containers that survived; when the
 // protocol says survivors are the controller's to stop
 // (Protocol.SidecarSurvivorsWarn), a survivor (executor.executor.ErrPID1Survived) is a
 // warning that names it, and only other failures are errors.
@@ -20,6 +21,14 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	names, err := we.runtime.ListContainerNames(ctx)
 	if err != nil {
 		return err
+	}
+	// The template's sidecars too: a backend that lists what has started
+	// (emissary lists its wrappers' directories) misses a sidecar the
+	// kubelet starts after main has already exited.
+	for _, c := range we.cfg.Template.Sidecars {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
 	}
 	mains := we.cfg.Template.MainContainerNames()
 	var sidecars []string

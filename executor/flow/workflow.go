@@ -162,7 +162,8 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime executor.ContainerRuntimeEx
 	return &WorkflowExecutor{cfg: cfg, runtime: runtime, store: store, reporter: reporter, log: log}
 }
 
-// mainVolumeMountPaths lists the mount paths of main's volume mounts.
+// mainVolumeMountPaths lists the mount paths of main's volume mounts (a
+// containerSet's: those every container of the set shares).
 func (we *WorkflowExecutor) mainVolumeMountPaths() []string {
 	t := we.cfg.Template
 	var paths []string
@@ -173,6 +174,12 @@ func (we *WorkflowExecutor) mainVolumeMountPaths() []string {
 		}
 	case t.Script != nil:
 		for _, m := range t.Script.VolumeMounts {
+			paths = append(paths, m.MountPath)
+		}
+	case t.ContainerSet != nil:
+		// the set's shared mounts, which Argo's controller mirrors into wait
+		// (Template.GetVolumeMounts)
+		for _, m := range t.ContainerSet.VolumeMounts {
 			paths = append(paths, m.MountPath)
 		}
 	}

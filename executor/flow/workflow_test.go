@@ -533,20 +533,59 @@ func TestWaitContainerSet(t *testing.T) {
 		},
 		KillFunc: func(_ context.Context, names []string, _ time.Duration) error { killed = names; return nil },
 	}
-	tmpl := &wf.Template{ContainerSet: &wf.ContainerSetTemplate{Containers: []wf.ContainerNode{
-		{Container: corev1.Container{Name: "a"}},
-		{Container: corev1.Container{Name: "b"}, Dependencies: []string{"a"}},
-		{Container: corev1.Container{Name: "main"}},
-	}}}
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
+	tmpl := &wf.Template{ContainerSet: &wf.ContainerSetTemplate{
+		Containers: []wf.ContainerNode{
+			{Container: corev1.Container{Name: "a"}},
+			{Container: corev1.Container{Name: "b"}, Dependencies: []string{"a"}},
+			{Container: corev1.Container{Name: "main"}},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}},
+	}}
+	// written by a, read from the set's shared volume as Argo's controller mirrors it into wait
+	tmpl.Outputs.Parameters = []wf.Parameter{{Name: "out", ValueFrom: &wf.ValueFrom{Path: "/workspace/out"}}}
+	ctrfs := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ctrfs, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctrfs, "workspace", "out"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := &recorder{}
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy, MainCtrFS: ctrfs}, fake, nil, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatalf("Wait: %v", err)
+	}
+	if rep.got == nil || len(rep.got.Parameters) != 1 || rep.got.Parameters[0].Value == nil || *rep.got.Parameters[0].Value != "hi" {
+		t.Errorf("reported %+v, want parameter out = hi from the set's shared volume", rep.got)
 	}
 	if got := strings.Join(waited, ","); got != "a,b,main" {
 		t.Errorf("waited for %s, want a,b,main", got)
 	}
 	if got := strings.Join(killed, ","); got != "sidecar" {
 		t.Errorf("stopped %s as sidecars, want sidecar alone", got)
+	}
+}
+
+// TestWaitLegacySidecarNotStartedYet: a sidecar of the template that the
+// backend does not list yet (emissary lists the wrappers that started; the
+// kubelet may start a sidecar after main has exited) is stopped too.
+func TestWaitLegacySidecarNotStartedYet(t *testing.T) {
+	var killed []string
+	fake := &executortest.Fake{
+		ListContainerNamesFunc: func(context.Context) ([]string, error) { return []string{"main", "early"}, nil },
+		KillFunc: func(_ context.Context, names []string, _ time.Duration) error {
+			killed = names
+			return nil
+		},
+	}
+	tmpl := &wf.Template{Container: &corev1.Container{Image: "busybox"}, Sidecars: []wf.UserContainer{
+		{Container: corev1.Container{Name: "early"}}, {Container: corev1.Container{Name: "late"}}}}
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy}, fake, nil, &recorder{}, testLog())
+	if err := we.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if got := strings.Join(killed, ","); got != "early,late" {
+		t.Errorf("stopped %s, want early,late", got)
 	}
 }
 

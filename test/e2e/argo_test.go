@@ -198,8 +198,8 @@ var argoCases = []argoCase{
 	{example: "container-set-template/workspace-workflow", only: "emissary", wantPhase: "Succeeded", check: func(t *testing.T, o *framework.WorkflowOutcome) {
 		n := mustNode(t, o, "WF", "Succeeded")
 		wantParam(t, n, "out", "hi")
-		if got := n.Artifacts["out"]["out"]; got != "hi" {
-			t.Errorf("artifact out: %q, want %q (files %v)", got, "hi", keys(n.Artifacts["out"]))
+		if got := n.Artifacts["out"]["out"]; got != "hi\n" {
+			t.Errorf("artifact out: %q, want %q (files %v)", got, "hi\n", keys(n.Artifacts["out"]))
 		}
 	}},
 	{example: "container-set-template/outputs-result-workflow", only: "emissary", wantPhase: "Succeeded", check: func(t *testing.T, o *framework.WorkflowOutcome) {
