@@ -211,9 +211,10 @@ func (e *Executor) alive(names []string) []string {
 
 // Wait implements executor.ContainerRuntimeExecutor: it polls for every
 // container's exit code file every Poll, and logs each exit code it finds,
-// naming the signal when the code says one ended the container (128+N):
-// when the kubelet stops the pod, main's wrapper may see SIGTERM and exit
-// before wait is signalled, and this line is then what says why main ended.
+// with the signal a code of 128+N names (137, the wrapper's code for a
+// command any signal killed, says only that): when the kubelet stops the
+// pod, main's wrapper may see SIGTERM and exit before wait is signalled,
+// and this line is then what says why main ended.
 func (e *Executor) Wait(ctx context.Context, containerNames []string) error {
 	if err := e.waitGone(ctx, containerNames); err != nil {
 		return fmt.Errorf("emissary: wait for %s: %w", strings.Join(e.alive(containerNames), ", "), err)
@@ -221,7 +222,12 @@ func (e *Executor) Wait(ctx context.Context, containerNames []string) error {
 	for _, n := range containerNames {
 		if code, ok, err := e.exitCode(n); err == nil && ok {
 			l := e.log.WithField("container", n).WithField("exitCode", code)
-			if sig := signalOf(code); sig != "" {
+			switch sig := signalOf(code); {
+			case code == wrapper.ExitSignalled:
+				// Argo's convention: the wrapper writes it for a command any
+				// signal killed, and its own log names the signal.
+				l = l.WithField("signal", "any (the wrapper's code for a command a signal killed; its log names the signal)")
+			case sig != "":
 				l = l.WithField("signal", sig)
 			}
 			l.Info("container exited")

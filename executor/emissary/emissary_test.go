@@ -171,7 +171,8 @@ func TestWaitLogsExit(t *testing.T) {
 		{"0", "exitCode=0"},
 		{"1", "exitCode=1"},
 		{"143", "exitCode=143 signal=SIGTERM"},
-		{"137", "exitCode=137 signal=SIGKILL"},
+		{"137", "exitCode=137 signal=any (the wrapper's code for a command a signal killed; its log names the signal)"},
+		{"130", "exitCode=130 signal=SIGINT"},
 		{"255", "exitCode=255"},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
