@@ -264,6 +264,7 @@ debian_rootfs() {
 
 # examples_rootfs: $IMG_DIR/argo-examples.rootfs, rebuilt only when the package list changes.
 examples_rootfs() {
+  # shellcheck disable=SC2016 # $1 is mmdebstrap's: the rootfs
   debian_rootfs "$IMG_DIR/argo-examples.rootfs" "bookworm minbase $ARGO_EXAMPLE_PKGS rev $ARGO_ROOTFS_REV" \
     "$ARGO_EXAMPLE_PKGS" \
     --customize-hook='ln -sf /usr/games/cowsay "$1/usr/local/bin/cowsay"' \
