@@ -1,13 +1,16 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
+.PHONY: help build image unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build static argoexec, argoexec-main and argoexec-step into bin/, version stamped (hack/version.sh)
 	hack/build.sh
+
+image: ## the Dockerfile's images for linux/amd64 and linux/arm64 as OCI image indexes in _output/image (argoexec.oci.tar, argoexec-argo.oci.tar; hack/image.sh): no registry needed
+	hack/image.sh
 
 lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck (hack/verify.sh)
 	hack/verify.sh
@@ -27,7 +30,7 @@ e2e-faults: ## the fault suite: stop, kill or pause one testbed component mid-wa
 demo: ## bring up the local cluster and run examples/ through every backend
 	hack/demo.sh
 
-images: ## build the images and import them into containerd and dockerd
+images: ## the testbed's images (argoexec:dev from the Dockerfile, by dockerd), imported into containerd and dockerd
 	hack/images.sh
 
 fuzz: ## every Go fuzz target for FUZZTIME each (default 60s), then a table of executions per second

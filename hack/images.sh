@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# hack/images.sh — build the testbed's images by hand (no registry, no docker build) as
-# docker-save tarballs and import them into containerd (namespace k8s.io) and dockerd.
+# hack/images.sh — build the testbed's images (no registry) as docker-save tarballs and import
+# them into containerd (namespace k8s.io) and dockerd.
 #
 #   hack/images.sh [--to containerd|docker|all|none] [IMAGE...]
 #
 # IMAGE: pause (docker.io/library/pause:local, the pod sandbox), busybox (busybox:local),
-#        argoexec: two images from one build (hack/build.sh: argoexec, argoexec-main,
-#        argoexec-step, static), as the Dockerfile's targets make them:
+#        argoexec: the Dockerfile's two targets, built by dockerd (BuildKit, `docker build
+#        --network host`, GOPROXY from `go env`, VERSION and COMMIT from hack/version.sh) from the
+#        working tree and saved with `docker save`:
 #          argoexec:dev       (target default) the binaries and the CA bundle, nothing else
 #          argoexec:dev-argo  (target argo) plus a static busybox as sh and pidof only, which
 #                             Argo's controller needs in wait (hack/argo.sh's "ours")
-#        and their Docker build context ($ARGOEXEC_IMAGES_DIR/argoexec.context), so that
-#        `docker build -f Dockerfile [--target argo] CONTEXT` makes the same images.
+#        It needs dockerd (even with --to containerd) and builds golang first.
+#        golang: the Dockerfile's base image, golang:GO-bookworm and golang:GO_MINOR-bookworm
+#        (GO: this machine's `go env GOVERSION`), made here since no registry answers: this
+#        machine's GOROOT at /usr/local/go on a Debian bookworm rootfs (mmdebstrap, cached) with
+#        ca-certificates, and Debian's static busybox for amd64 and arm64 in
+#        /opt/busybox-static/ARCH (the Dockerfile's argo target takes it from there); into
+#        dockerd only. With it, `DOCKER_BUILDKIT=1 docker build --network host .` works here.
 #        For Argo's own controller (hack/argo.sh; not in the default set):
 #        argo-examples (one Debian bookworm rootfs under the public names Argo's examples use:
 #        docker/whalesay, alpine:*, debian:*, python:alpine3.6 ...), argosay
 #        (argoproj/argosay:v2), argoexec-argo (Argo's own argoexec v3.3.8, $ARGOEXEC_ARGO_IMAGE).
-# Default: pause busybox argoexec, into every destination whose daemon answers. An image whose config
-# digest is unchanged since the last import into a destination is not imported again.
+# Default: pause busybox argoexec, into every destination whose daemon answers. An image whose
+# ID (config digest) is unchanged since the last import into a destination is not imported again.
 # Tarballs land in $ARGOEXEC_IMAGES_DIR/<name>.tar ($ARGOEXEC_CACHE/images, outside the repo);
 # --to none only writes them.
 # ARGOEXEC_DEV_IMAGE renames argoexec:dev (for example argoexec:wt-faults; the Argo variant is
@@ -34,7 +40,7 @@ TARGETS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --to) DEST=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
 done
@@ -107,41 +113,93 @@ build_busybox() {
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"],"WorkingDir":"/"}'
 }
 
-# argoexec_context DIR: the Dockerfile's build context, from which build_argoexec also packs
-# the images: bin/ (hack/build.sh's static binaries), ca-certificates.crt, and argo/bin/ (a
-# static busybox linked as sh and pidof only: Argo's controller stops a step with
-# `sh -c 'kill -15 $(pidof argoexec)'` in wait).
-argoexec_context() {
-  local c=$1 bb=/bin/busybox ca=/etc/ssl/certs/ca-certificates.crt
-  [ -f $ca ] || die "$ca missing: apt-get install ca-certificates"
-  [ -x $bb ] || die "busybox-static is not installed (hack/cluster.sh up installs it)"
-  ldd $bb >/dev/null 2>&1 && die "$bb is not static: install busybox-static"
-  rm -rf "$c"; mkdir -p "$c/bin" "$c/argo/bin"
-  OUT=$c/bin "$REPO_ROOT/hack/build.sh" >&2 || die "building the argoexec binaries failed (hack/build.sh)"
-  cp $ca "$c/ca-certificates.crt"; chmod 0644 "$c/ca-certificates.crt"
-  cp $bb "$c/argo/bin/busybox"
-  ln -s busybox "$c/argo/bin/sh"; ln -s busybox "$c/argo/bin/pidof"
+# ---------------------------------------------------------------- golang and argoexec (Dockerfile)
+# The Dockerfile's base image, made from this machine's Go toolchain since no registry answers:
+# what the Dockerfile uses of upstream's golang:*-bookworm (go at /usr/local/go, GOPATH /go,
+# GOTOOLCHAIN=local, this machine's CA bundle, bash, dpkg), plus Debian's static busybox for each of
+# GOLANG_BUSYBOX_ARCHES in /opt/busybox-static/ARCH/busybox, unpacked from its package
+# (the Dockerfile's argo target takes it from there instead of apt-get, which has no mirror
+# inside a build here).
+GO_VERSION=$(go env GOVERSION); GO_VERSION=${GO_VERSION#go}
+GOLANG_IMAGE=golang:$GO_VERSION-bookworm
+GOLANG_TAGS=("docker.io/library/$GOLANG_IMAGE" "docker.io/library/golang:${GO_VERSION%.*}-bookworm")
+GOLANG_PKGS=ca-certificates,busybox-static
+GOLANG_BUSYBOX_ARCHES=(amd64 arm64)
+GOLANG_ROOTFS_REV=1 # bump when golang_rootfs changes what it puts in the rootfs
+HOST_CA=/etc/ssl/certs/ca-certificates.crt
+
+golang_rootfs() {
+  local native; native=$(dpkg --print-architecture)
+  local archs=("$native") a hooks=()
+  for a in "${GOLANG_BUSYBOX_ARCHES[@]}"; do
+    [ "$a" = "$native" ] && continue
+    archs+=("$a")
+    # shellcheck disable=SC2016 # $1 is mmdebstrap's: the rootfs
+    hooks+=(--customize-hook='chroot "$1" sh -ec "cd /tmp && apt-get download -qq busybox-static:'"$a"'"'
+      --customize-hook='dpkg-deb -x "$1"/tmp/busybox-static_*_'"$a"'.deb "$1/tmp/bb-'"$a"'" && mkdir -p "$1/opt/busybox-static/'"$a"'" && cp "$1/tmp/bb-'"$a"'/bin/busybox" "$1/opt/busybox-static/'"$a"'/busybox"')
+  done
+  # shellcheck disable=SC2016
+  hooks+=(--customize-hook='mkdir -p "$1/opt/busybox-static/'"$native"'" && cp "$1/bin/busybox" "$1/opt/busybox-static/'"$native"'/busybox"')
+  debian_rootfs "$IMG_DIR/golang.rootfs" "bookworm minbase $GOLANG_PKGS busybox-static ${archs[*]} rev $GOLANG_ROOTFS_REV" \
+    "$GOLANG_PKGS" "--architectures=$(IFS=,; echo "${archs[*]}")" "${hooks[@]}"
 }
 
-# argoexec:dev and argoexec:dev-argo, as the Dockerfile's targets default and argo lay out
-# the context (keep the two in step; TestDockerfileMatchesImagesSh compares them): FROM scratch,
-# bin/ at /bin, the CA bundle at /etc/ssl/certs/ca-certificates.crt, USER 8737:8737,
-# PATH=/bin, WORKDIR /, ENTRYPOINT /bin/argoexec; the argo target adds argo/bin/ at /bin.
-ARGOEXEC_IMAGE_CONFIG='{"User":"8737:8737","Env":["PATH=/bin"],"Entrypoint":["/bin/argoexec"],"WorkingDir":"/"}'
+build_golang() {
+  local r=$IMG_DIR/golang.rootfs goroot key cfg
+  goroot=$(go env GOROOT)
+  golang_rootfs
+  cfg='{"Env":["PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","GOLANG_VERSION='"$GO_VERSION"'","GOTOOLCHAIN=local","GOPATH=/go"],"Cmd":["bash"],"WorkingDir":"/go"}'
+  [ -f "$HOST_CA" ] || die "$HOST_CA missing: apt-get install ca-certificates"
+  key="$(cat "$r.key") $GO_VERSION $goroot $(stat -c %Y "$goroot/VERSION") $(sha256sum < "$HOST_CA" | cut -c1-64) ${GOLANG_TAGS[*]} $cfg"
+  packed golang "$key" && return 0
+  log "packing $GOLANG_IMAGE from $goroot ($(du -sm "$goroot" | cut -f1) MiB)"
+  rm -rf "$r.img"; cp -al "$r" "$r.img"
+  mkdir -p "$r.img/usr/local" "$r.img/go/src" "$r.img/go/bin"; chmod -R 1777 "$r.img/go"
+  cp -a "$goroot" "$r.img/usr/local/go"
+  # this machine's CA bundle, with which it reaches the module proxy (it may hold a CA that
+  # Debian's does not); rm first: the copy's files are hard links into the cached rootfs
+  rm -f "$r.img/etc/ssl/certs/ca-certificates.crt"; cp "$HOST_CA" "$r.img/etc/ssl/certs/ca-certificates.crt"
+  chmod 0644 "$r.img/etc/ssl/certs/ca-certificates.crt"
+  pack golang "$(IFS=,; echo "${GOLANG_TAGS[*]}")" "$r.img" "$cfg"
+  echo "$key" > "$IMG_DIR/golang.key"
+  rm -rf "$r.img"
+}
+
+# argoexec:dev and argoexec:dev-argo ($DEV_IMAGE, $DEV_ARGO_IMAGE): the Dockerfile's targets
+# default and argo, built by dockerd from the working tree, then saved for containerd. The
+# build's output goes to $IMG_DIR/$DEV_NAME.build.log (its tail on failure).
 build_argoexec() {
   if ! compgen -G "$REPO_ROOT/cmd/argoexec/*.go" >/dev/null; then
     log "skipping argoexec:dev: ./cmd/argoexec does not exist yet"
     return 1
   fi
-  local c=$IMG_DIR/argoexec.context r=$IMG_DIR/$DEV_NAME.rootfs
-  [ "$DEV_NAME" = argoexec ] || c=$IMG_DIR/$DEV_NAME.context
-  argoexec_context "$c"
-  rm -rf "$r"; mkdir -p "$r/etc/ssl/certs"
-  cp -a "$c/bin" "$r/bin"; cp -a "$c/ca-certificates.crt" "$r/etc/ssl/certs/"
-  pack "$DEV_NAME" "$(normalize_ref "$DEV_IMAGE")" "$r" "$ARGOEXEC_IMAGE_CONFIG"
-  cp -a "$c/argo/bin/." "$r/bin/"
-  pack "$DEV_NAME-argo" "$(normalize_ref "$DEV_ARGO_IMAGE")" "$r" "$ARGOEXEC_IMAGE_CONFIG"
-  rm -rf "$r"
+  docker_up || die "dockerd is not running: the argoexec images are built by dockerd from the Dockerfile (hack/cluster.sh up)"
+  build_golang
+  import_docker golang
+  local docker version commit target ref name id t0 blog=$IMG_DIR/$DEV_NAME.build.log
+  docker=$(docker_buildkit) || die "no docker client here builds with BuildKit (a client >= 23 needs the buildx plugin; Debian's docker.io 20.10 client has it built in)"
+  { read -r version; read -r commit; } < <("$HACK_DIR/version.sh")
+  local args=(--network host --build-arg "GO_VERSION=$GO_VERSION" --build-arg "GOPROXY=$(go env GOPROXY)"
+    --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" -f "$REPO_ROOT/Dockerfile")
+  [ -n "${GOFLAGS:-}" ] && args+=(--build-arg "GOFLAGS=$GOFLAGS")
+  : > "$blog"
+  for target in default argo; do
+    name=$DEV_NAME ref=$(normalize_ref "$DEV_IMAGE")
+    [ $target = argo ] && name=$DEV_NAME-argo ref=$(normalize_ref "$DEV_ARGO_IMAGE")
+    t0=$(now_ms)
+    if ! DOCKER_HOST=unix://$DOCKER_SOCK DOCKER_BUILDKIT=1 "$docker" build --progress=plain "${args[@]}" \
+        --target "$target" -t "$ref" "$REPO_ROOT" >>"$blog" 2>&1; then
+      tail -n 40 "$blog" >&2
+      die "docker build --target $target failed (the whole log: $blog)"
+    fi
+    id=$(DOCKER_HOST=unix://$DOCKER_SOCK "$docker" image inspect -f '{{.Id}}' "$ref"); id=${id#sha256:}
+    log "docker build --target $target -t $ref: sha256:${id:0:12} in $(( $(now_ms) - t0 )) ms ($version)"
+    if [ "$(cat "$IMG_DIR/$name.id" 2>/dev/null)" != "$id" ] || [ ! -f "$IMG_DIR/$name.tar" ]; then
+      DOCKER_HOST=unix://$DOCKER_SOCK "$docker" save -o "$IMG_DIR/$name.tar.tmp" "$ref"
+      mv -f "$IMG_DIR/$name.tar.tmp" "$IMG_DIR/$name.tar"
+      echo "$id" > "$IMG_DIR/$name.id"
+    fi
+  done
 }
 
 # ---------------------------------------------------------------- images for Argo's controller
@@ -170,10 +228,12 @@ normalize_ref() {
   echo "$r"
 }
 
-# examples_rootfs: $IMG_DIR/argo-examples.rootfs, rebuilt only when the package list changes.
-examples_rootfs() {
-  local r=$IMG_DIR/argo-examples.rootfs key
-  key="bookworm minbase $ARGO_EXAMPLE_PKGS rev $ARGO_ROOTFS_REV"
+# debian_rootfs DIR KEY PKGS [MMDEBSTRAP_ARG...]: DIR, a Debian bookworm rootfs (mmdebstrap
+# --variant=minbase from this machine's apt sources, with PKGS; about 1 minute), rebuilt only
+# when KEY changes. Docs, man pages, locales, apt's caches and lists, logs and /tmp are dropped;
+# /etc/hosts and /etc/resolv.conf are left empty (the runtime provides them).
+debian_rootfs() {
+  local r=$1 key=$2 pkgs=$3; shift 3
   if [ -d "$r/usr" ] && [ "$(cat "$r.key" 2>/dev/null)" = "$key" ]; then return 0; fi
   if ! command -v mmdebstrap >/dev/null; then
     log "installing mmdebstrap (apt)"
@@ -182,26 +242,33 @@ examples_rootfs() {
       die "apt-get install mmdebstrap failed"
   fi
   local t0; t0=$(now_ms)
-  log "mmdebstrap --variant=minbase bookworm (Argo's example images; ~1 min)"
+  log "mmdebstrap --variant=minbase bookworm for $(basename "$r" .rootfs) (~1 min)"
   rm -rf "$r" "$r.tmp" "$r.key"
   # Tried three times: a download from the mirror fails now and then (seen in a cold CI run,
   # with another mmdebstrap running beside it).
   local try
   for try in 1 2 3; do
-    mmdebstrap --quiet --variant=minbase --include="$ARGO_EXAMPLE_PKGS" bookworm "$r.tmp" >&2 && break
+    mmdebstrap --quiet --variant=minbase --include="$pkgs" "$@" bookworm "$r.tmp" >&2 && break
     rm -rf "$r.tmp"
     [ "$try" = 3 ] && die "mmdebstrap failed three times (it uses this machine's apt sources: check 'apt-get update')"
     log "mmdebstrap failed (try $try of 3); trying again in $((try * 10)) s"
     sleep $((try * 10))
   done
-  ln -sf /usr/games/cowsay "$r.tmp/usr/local/bin/cowsay"
-  ln -sf /usr/bin/python3 "$r.tmp/usr/local/bin/python"
   rm -rf "$r.tmp"/usr/share/doc/* "$r.tmp"/usr/share/man/* "$r.tmp"/usr/share/locale/* \
     "$r.tmp"/var/cache/apt/* "$r.tmp"/var/lib/apt/lists/* "$r.tmp"/var/log/* "$r.tmp"/tmp/*
   : > "$r.tmp/etc/hosts"; : > "$r.tmp/etc/resolv.conf"
   mv "$r.tmp" "$r"
   echo "$key" > "$r.key"
-  log "example rootfs built in $(( $(now_ms) - t0 )) ms ($(du -sm "$r" | cut -f1) MiB)"
+  log "$(basename "$r") built in $(( $(now_ms) - t0 )) ms ($(du -sm "$r" | cut -f1) MiB)"
+}
+
+# examples_rootfs: $IMG_DIR/argo-examples.rootfs, rebuilt only when the package list changes.
+examples_rootfs() {
+  # shellcheck disable=SC2016 # $1 is mmdebstrap's: the rootfs
+  debian_rootfs "$IMG_DIR/argo-examples.rootfs" "bookworm minbase $ARGO_EXAMPLE_PKGS rev $ARGO_ROOTFS_REV" \
+    "$ARGO_EXAMPLE_PKGS" \
+    --customize-hook='ln -sf /usr/games/cowsay "$1/usr/local/bin/cowsay"' \
+    --customize-hook='ln -sf /usr/bin/python3 "$1/usr/local/bin/python"'
 }
 
 # packed NAME KEY: the tarball for NAME exists and was packed from KEY (then skip packing).
@@ -256,6 +323,7 @@ ref_of() {
   case $1 in
     pause) echo "$PAUSE_IMAGE" ;;
     busybox) echo docker.io/library/busybox:local ;;
+    golang) echo "${GOLANG_TAGS[0]}" ;;
     "$DEV_NAME") normalize_ref "$DEV_IMAGE" ;;
     "$DEV_NAME-argo") normalize_ref "$DEV_ARGO_IMAGE" ;;
     argo-examples) echo "${ARGO_EXAMPLE_TAGS[0]}" ;;
@@ -315,13 +383,14 @@ for t in "${TARGETS[@]}"; do
   case $t in
     pause) build_pause ;;
     busybox) build_busybox ;;
+    golang) build_golang; names=(); [ $to_docker = 1 ] && import_docker golang ;;
     argoexec) build_argoexec || continue; names=("$DEV_NAME" "$DEV_NAME-argo") ;;
     argo-examples) build_argo_examples ;;
     argosay) build_argosay ;;
     # files argo-argoexec.*: argoexec-argo.* are the default argoexec image's Argo variant
     # (argoexec:dev-argo), and sharing the name let each build overwrite the other's tarball
     argoexec-argo) build_argoexec_argo; names=(argo-argoexec) ;;
-    *) die "unknown image $t (pause, busybox, argoexec, argo-examples, argosay, argoexec-argo)" ;;
+    *) die "unknown image $t (pause, busybox, golang, argoexec, argo-examples, argosay, argoexec-argo)" ;;
   esac
   for n in "${names[@]}"; do
     [ $to_containerd = 1 ] && import_containerd "$n"

@@ -146,3 +146,18 @@ current-context: argoexec-testbed
 EOF
   chmod 600 "$tmp"; mv -f "$tmp" "$f"
 }
+
+# ---------------------------------------------------------------- docker build (images.sh, image.sh)
+# docker_buildkit prints the docker client that builds with BuildKit (RUN --mount, --platform):
+# one with the buildx plugin, else a client older than 23 (Debian's docker.io 20.10 at
+# /usr/bin/docker: BuildKit built in, DOCKER_BUILDKIT=1). A client >= 23 without buildx cannot.
+docker_buildkit() {
+  local c v
+  for c in docker /usr/bin/docker; do
+    command -v "$c" >/dev/null || continue
+    if "$c" buildx version >/dev/null 2>&1; then echo "$c"; return 0; fi
+    v=$("$c" version --format '{{.Client.Version}}' 2>/dev/null || true)
+    case $v in 18.09.*|19.03.*|20.10.*) echo "$c"; return 0 ;; esac
+  done
+  return 1
+}
