@@ -200,7 +200,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	}
 	local := tgz
 	if a.Archive != nil && a.Archive.None != nil {
-		if local, err = artifacts.SingleFile(ctx, tgz, dir); err != nil {
+		if local, err = artifacts.Unarchived(ctx, tgz, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -208,7 +208,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	if err != nil {
 		return nil, err
 	}
-	we.log.WithFields(map[string]any{"artifact": a.Name, "key": obj.Key, "bytes": obj.Size, "sha256": obj.SHA256,
+	we.log.WithFields(map[string]any{"artifact": a.Name, "key": obj.Key, "bytes": obj.Size, "sha256": obj.SHA256, "objects": obj.Files,
 		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
 	return &reported, nil
 }

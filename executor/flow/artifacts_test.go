@@ -2,14 +2,17 @@ package flow_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/argoexec/argoexec/executor/executortest"
 	"github.com/argoexec/argoexec/executor/flow"
+	"github.com/argoexec/argoexec/executor/protocol/argo"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
 )
@@ -113,5 +116,58 @@ func TestInitWithoutStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inputs, "raw")); !os.IsNotExist(err) {
 		t.Errorf("raw was loaded (%v): init must refuse before it loads anything", err)
+	}
+}
+
+// TestArchiveNoneDirectory: a directory output with `archive: none`, on one
+// of main's volumes or in main's image, is stored file by file under
+// KEY/BASENAME as Argo v3.3.8's argoexec stores it and reported by that key;
+// a downstream step's input of that key loads the directory.
+func TestArchiveNoneDirectory(t *testing.T) {
+	none := &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}
+	tmpl := scriptTemplate() // main mounts /work
+	tmpl.Outputs.Artifacts = []wf.Artifact{
+		{Name: "vol", Path: "/work/outdir", Archive: none},
+		{Name: "image", Path: "/tmp/imgdir", Archive: none},
+	}
+	fake := &executortest.Fake{CopyFileFunc: func(_ context.Context, _, src, dest string, _ int) error {
+		if src != "/tmp/imgdir" {
+			return fmt.Errorf("copy %s: unexpected", src)
+		}
+		return os.WriteFile(dest, tgzOf(t, map[string]string{"imgdir/x": "X", "imgdir/y/z": "Z"}), 0o644)
+	}}
+	loc := &wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}, Key: "wf/pod"}}
+	store := &memStore{}
+	rep := &recorder{}
+	cfg := flow.WorkflowConfig{
+		Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: tmpl, WorkflowName: "wf", PodName: "pod",
+		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}), TempDir: t.TempDir(),
+	}
+	if err := flow.NewWorkflowExecutor(cfg, fake, storeOf(store), rep, testLog()).Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range store.objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "wf/pod/imgdir/x,wf/pod/imgdir/y/z,wf/pod/outdir/a.txt,wf/pod/outdir/sub/b.txt" {
+		t.Fatalf("stored %s", got)
+	}
+	if a := rep.got.Artifacts; len(a) != 2 || a[0].S3.Key != "wf/pod/outdir" || a[1].S3.Key != "wf/pod/imgdir" || a[0].S3.Bucket != "" {
+		t.Errorf("reported %+v; want the keys alone, as Argo's", a)
+	}
+
+	down := scriptTemplate()
+	down.Inputs.Artifacts = []wf.Artifact{{Name: "in", Path: "/in", S3: &wf.S3Artifact{Key: "wf/pod/outdir"}}}
+	inputs := t.TempDir()
+	dcfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: down, InputArtifacts: inputs, VarRunArgo: t.TempDir()}
+	if err := flow.NewWorkflowExecutor(dcfg, nil, storeOf(store), nil, testLog()).Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for rel, body := range map[string]string{"a.txt": "A", "sub/b.txt": "B"} {
+		if b, err := os.ReadFile(filepath.Join(inputs, "in", rel)); err != nil || string(b) != body {
+			t.Errorf("downstream in/%s = %q, %v; want %q", rel, b, err, body)
+		}
 	}
 }

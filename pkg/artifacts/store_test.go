@@ -158,20 +158,40 @@ func TestStoreSave(t *testing.T) {
 	}
 }
 
-func TestSingleFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
-		return p
+func TestUnarchived(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		want    map[string]string // what the returned path holds; "" for the file itself
+		wantErr string
+	}{
+		{name: "a file", files: map[string]string{"f": "body"}, want: map[string]string{"": "body"}},
+		{name: "a directory", files: map[string]string{"d/a": "A", "d/s/b": "B"}, want: map[string]string{"a": "A", "s/b": "B"}},
+		{name: "two entries", files: map[string]string{"a": "A", "b": "B"}, wantErr: "neither a regular file nor a directory"},
 	}
-	p, err := SingleFile(context.Background(), write("one.tgz", tgz(t, map[string]string{"f": "body"})), dir)
-	if b, _ := os.ReadFile(p); err != nil || string(b) != "body" {
-		t.Errorf("single file %q: %q, %v", p, b, err)
-	}
-	_, err = SingleFile(context.Background(), write("two.tgz", tgz(t, map[string]string{"a": "A", "b": "B"})), dir)
-	if err == nil || !strings.Contains(err.Error(), "not a single regular file") {
-		t.Errorf("err = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tgzPath := filepath.Join(dir, "a.tgz")
+			if err := os.WriteFile(tgzPath, tgz(t, tt.files), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Unarchived(context.Background(), tgzPath, dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rel, body := range tt.want {
+				if b, err := os.ReadFile(filepath.Join(p, rel)); err != nil || string(b) != body {
+					t.Errorf("%s/%s = %q, %v; want %q", p, rel, b, err, body)
+				}
+			}
+		})
 	}
 }
 

@@ -334,7 +334,8 @@ type TarStrategy struct {
 	CompressionLevel *int32 `json:"compressionLevel,omitempty"`
 }
 
-// NoneStrategy stores an artifact unpacked; it must be a single file.
+// NoneStrategy stores an artifact unpacked: a single file as is, a
+// directory file by file under the key (s3).
 type NoneStrategy struct{}
 
 // S3Bucket is the location and credentials of an S3 bucket.
