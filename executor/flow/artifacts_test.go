@@ -171,3 +171,45 @@ func TestArchiveNoneDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestInitRefusesHDFS: an hdfs artifact, or an output bound for an hdfs
+// archive location, fails init before main runs, naming the artifact and
+// what to use instead; nothing is loaded.
+func TestInitRefusesHDFS(t *testing.T) {
+	hdfsLoc := &wf.ArtifactLocation{HDFS: &wf.HDFSArtifact{Path: "/wf/pod"}}
+	tests := []struct {
+		name    string
+		edit    func(tmpl *wf.Template)
+		loc     *wf.ArtifactLocation
+		wantErr []string
+	}{
+		{name: "hdfs input", edit: func(tmpl *wf.Template) {
+			tmpl.Inputs.Artifacts = append(tmpl.Inputs.Artifacts, wf.Artifact{Name: "h", Path: "/in/h", HDFS: &wf.HDFSArtifact{Path: "/data/h"}})
+		}, wantErr: []string{`input artifact "h": not supported: argoexec has no hdfs store`, "store the artifact in an S3-compatible bucket instead"}},
+		{name: "hdfs output", edit: func(tmpl *wf.Template) {
+			tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "o", Path: "/work/o", HDFS: &wf.HDFSArtifact{Path: "/data/o"}}}
+		}, wantErr: []string{`output artifact "o": not supported: argoexec has no hdfs store`, "Argo's own argoexec image"}},
+		{name: "output to an hdfs archive location", loc: hdfsLoc, edit: func(tmpl *wf.Template) {
+			tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "o", Path: "/work/o"}}
+		}, wantErr: []string{`output artifact "o": the template's archiveLocation is hdfs: not supported`, "set artifactRepository.s3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := scriptTemplate()
+			tmpl.Inputs.Artifacts = []wf.Artifact{{Name: "raw", Path: "/in/raw", Raw: &wf.RawArtifact{Data: "r"}}}
+			tt.edit(tmpl)
+			inputs := t.TempDir()
+			cfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: tt.loc}}, Template: tmpl,
+				InputArtifacts: inputs, VarRunArgo: t.TempDir()}
+			err := flow.NewWorkflowExecutor(cfg, nil, storeOf(&memStore{}), nil, testLog()).Init(context.Background())
+			for _, want := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v, want %q", err, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(inputs, "raw")); !os.IsNotExist(err) {
+				t.Errorf("raw was loaded (%v): init must refuse before it loads anything", err)
+			}
+		})
+	}
+}

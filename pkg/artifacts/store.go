@@ -117,8 +117,8 @@ func (s *Store) Check(art wf.Artifact, output bool) error {
 	case kind == "":
 		return fmt.Errorf("artifact %q has no location argoexec can use: set one of %s", art.Name, kindNames(false))
 	case !ok:
-		return fmt.Errorf("artifact %q: %w: argoexec has no %s store (it has %s); move the artifact to one of those",
-			art.Name, ErrNotSupported, kind, kindNames(false))
+		return fmt.Errorf("artifact %q: %w: argoexec has no %s store (it has %s); %s",
+			art.Name, ErrNotSupported, kind, kindNames(false), insteadOf(kind))
 	case output && !k.Save:
 		return fmt.Errorf("artifact %q: %w: an output cannot be saved to its %s location, which only loads (outputs go to %s)", art.Name, ErrNotSupported, kind, kindNames(true))
 	case s.drivers[kind] == nil && kind == wf.KindS3:
@@ -127,6 +127,18 @@ func (s *Store) Check(art wf.Artifact, output bool) error {
 		return fmt.Errorf("artifact %q: no %s store is configured: the controller passed no %s repository or credentials", art.Name, kind, kind)
 	}
 	return nil
+}
+
+// insteadOf says what to do with an artifact of a kind argoexec has no
+// store for.
+func insteadOf(kind string) string {
+	if kind == wf.KindHDFS {
+		// No HDFS server can be run where argoexec is tested, so there is
+		// no driver to trust: say how to get by without one.
+		return "store the artifact in an S3-compatible bucket instead (the artifact repository's s3, or the artifact's own s3 location; " +
+			"a step that copies it between HDFS and S3 with Hadoop's own client can bridge the two), or run this workflow with Argo's own argoexec image"
+	}
+	return "move the artifact to one of those"
 }
 
 // driver picks the driver for art's location.
