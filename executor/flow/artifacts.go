@@ -66,6 +66,11 @@ func (we *WorkflowExecutor) checkArtifacts(inputs bool) error {
 			}
 		}
 	}
+	if l := we.cfg.Protocol.Artifacts; l != nil && we.cfg.Protocol.ArchiveLogs {
+		if _, _, err := l.Locate(logArtifact(), we.keyVars()); errors.Is(err, artifacts.ErrNotSupported) {
+			errs = append(errs, fmt.Errorf("main's log (archiveLogs, artifact %q): %w", wf.MainLogsArtifactName, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -142,6 +142,7 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 		Protocol: flow.Protocol{
 			InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,
 			SignalStopsMain: true, SidecarSurvivorsWarn: true, Deadline: p.Deadline,
+			ArchiveLogs: tmpl.SaveLogsAsArtifact(),
 		},
 		Template: tmpl, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
 		// Argo's controller injects user sidecars as plain containers: wait stops them.

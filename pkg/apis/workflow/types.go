@@ -109,6 +109,25 @@ type Template struct {
 	Plugin *Plugin `json:"plugin,omitempty"`
 }
 
+// SaveLogsAsArtifact says whether main's log is archived, as Argo
+// v3.3.8's Template.SaveLogsAsArtifact: the archive location says
+// archiveLogs (Argo's controller sets it there from its repository or the
+// template) and the pod has a container named main.
+func (t *Template) SaveLogsAsArtifact() bool {
+	if t == nil || t.ArchiveLocation == nil || t.ArchiveLocation.ArchiveLogs == nil || !*t.ArchiveLocation.ArchiveLogs {
+		return false
+	}
+	if t.ContainerSet == nil {
+		return true
+	}
+	for _, c := range t.ContainerSet.Containers {
+		if c.Name == MainContainerName {
+			return true
+		}
+	}
+	return false
+}
+
 // Metadata is the labels and annotations a template adds to its pod.
 type Metadata struct {
 	// Labels are added to the pod's labels.
