@@ -285,6 +285,7 @@ type NodeOutcome struct {
 	Result          *string
 	Parameters      map[string]string            // output parameters: name -> value
 	Artifacts       map[string]map[string]string // output artifacts: name -> file in the archive -> content
+	ArtifactKeys    map[string]string            // output artifacts: name -> S3 key, as reported
 	InputParameters map[string]string
 	MainLog         string
 }
@@ -338,8 +339,10 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	bucket, _, _ := unstructured.NestedString(status, "artifactRepositoryRef", "artifactRepository", "s3", "bucket")
 	var errs []error
+	var lastKeys map[string]string // the keys of the list arts read last
 	arts := func(list []any) map[string]map[string]string {
 		out := map[string]map[string]string{}
+		lastKeys = map[string]string{}
 		for _, raw := range list {
 			am, _ := raw.(map[string]any)
 			name, _, _ := unstructured.NestedString(am, "name")
@@ -351,6 +354,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 			if key == "" {
 				continue
 			}
+			lastKeys[name] = key
 			files, err := a.fetchArtifact(ctx, b, key)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("artifact %s (s3://%s/%s): %w", name, b, key, err))
@@ -396,6 +400,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 		oa, _, _ := unstructured.NestedSlice(nm, "outputs", "artifacts")
 		ip, _, _ := unstructured.NestedSlice(nm, "inputs", "parameters")
 		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa), params(ip)
+		n.ArtifactKeys = lastKeys
 		if n.Type == "Pod" && n.Phase != "Skipped" && n.Phase != "Pending" {
 			// POD_NAMES v1 (v3.3.8's default): the pod is named after the node ID
 			if pod, err := a.Client.CoreV1().Pods(a.Controller.Namespace).Get(ctx, id, metav1.GetOptions{}); err == nil {
@@ -427,7 +432,9 @@ func (a *Argo) podLog(ctx context.Context, pod, container string) (string, error
 }
 
 // fetchArtifact reads an object and unpacks it: a .tgz gives its regular files (path -> content),
-// anything else is one file named "".
+// anything else is one file named "". A key with no object but objects under KEY/ (a directory
+// stored with `archive: none`, as Argo's S3 driver lays one out) gives those objects, by their
+// path below KEY/ prefixed with "dir:".
 func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[string]string, error) {
 	obj, err := a.S3.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -435,6 +442,9 @@ func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[strin
 	}
 	defer obj.Close()
 	data, err := io.ReadAll(obj)
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return a.fetchDirectory(ctx, bucket, key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +470,32 @@ func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[strin
 			return nil, err
 		}
 		files[h.Name] = string(b)
+	}
+	return files, nil
+}
+
+// fetchDirectory reads every object under key/ (path below it, prefixed "dir:", -> content);
+// none is an error.
+func (a *Argo) fetchDirectory(ctx context.Context, bucket, key string) (map[string]string, error) {
+	prefix := strings.TrimSuffix(key, "/") + "/"
+	files := map[string]string{}
+	for o := range a.S3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, o.Err
+		}
+		obj, err := a.S3.GetObject(ctx, bucket, o.Key, minio.GetObjectOptions{})
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Key, err)
+		}
+		files["dir:"+strings.TrimPrefix(o.Key, prefix)] = string(b)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no object at the key, and none under %s", prefix)
 	}
 	return files, nil
 }
