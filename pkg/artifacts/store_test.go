@@ -227,11 +227,11 @@ func TestStoreCheck(t *testing.T) {
 		{name: "s3 input", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}},
 		{name: "s3 output", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, output: true},
 		{name: "an output without a location goes to the repository", store: bare, art: wf.Artifact{Name: "a"}, output: true},
-		{name: "an input without a location", store: bare, art: wf.Artifact{Name: "a"}, wantErr: `artifact "a" has no location argoexec can use: set one of s3, http, raw`},
+		{name: "an input without a location", store: bare, art: wf.Artifact{Name: "a"}, wantErr: `artifact "a" has no location argoexec can use: set one of s3, http, raw, git`},
 		{name: "gcs is not implemented", store: configured, art: wf.Artifact{Name: "g", GCS: &wf.GCSArtifact{Key: "k"}},
-			wantErr: `artifact "g": not supported: argoexec has no gcs store (it has s3, http, raw)`, notSup: true},
+			wantErr: `artifact "g": not supported: argoexec has no gcs store (it has s3, http, raw, git)`, notSup: true},
 		{name: "hdfs input: what to use instead", store: configured, art: wf.Artifact{Name: "h", HDFS: &wf.HDFSArtifact{Path: "/p"}},
-			wantErr: `artifact "h": not supported: argoexec has no hdfs store (it has s3, http, raw); store the artifact in an S3-compatible bucket instead`, notSup: true},
+			wantErr: `artifact "h": not supported: argoexec has no hdfs store (it has s3, http, raw, git); store the artifact in an S3-compatible bucket instead`, notSup: true},
 		{name: "hdfs output: what to use instead", store: configured, art: wf.Artifact{Name: "h", HDFS: &wf.HDFSArtifact{Path: "/p"}}, output: true,
 			wantErr: `or run this workflow with Argo's own argoexec image`, notSup: true},
 		{name: "http cannot be saved", store: configured, art: wf.Artifact{Name: "h", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, output: true,
@@ -261,7 +261,7 @@ func TestStoreCheck(t *testing.T) {
 // fields and builds a driver from an Env with a default of its kind.
 func TestKindsComplete(t *testing.T) {
 	argo := map[string]bool{wf.KindS3: true, wf.KindGit: true, wf.KindHTTP: true, wf.KindArtifactory: true, wf.KindHDFS: true, wf.KindRaw: true, wf.KindOSS: true, wf.KindGCS: true}
-	env := Env{Default: wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: discard()}
+	env := Env{Default: wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: discard(), Git: GitCommand{}}
 	for _, k := range Kinds() {
 		if !argo[k.Name] {
 			t.Errorf("kind %q is not a field of Argo's ArtifactLocation", k.Name)

@@ -232,7 +232,8 @@ func (p *Protocol) artifacts(tmpl *wf.Template, log *logrus.Entry) (flow.Artifac
 	if tmpl.ArchiveLocation != nil {
 		def = *tmpl.ArchiveLocation
 	}
-	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log})
+	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the template's archiveLocation: %w", err)
 	}
