@@ -52,9 +52,10 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 
 // gitServer serves, through Debian's `git http-backend` over net/http/cgi,
 // the bare repositories repo.git (main: a="one" then a="two", tag v1 on the
-// first commit, branch dev with d, and refs/pull/1/head with p) and
-// empty.git, both also under /private/ behind basic auth (u, pw). It
-// returns the server's URL and the first commit.
+// first commit, branch dev with d, refs/pull/1/head with p, and from the
+// second commit on the submodule mod of sub.git, which holds s="sub"),
+// sub.git and empty.git, all also under /private/ behind basic auth (u,
+// pw). It returns the server's URL and the first commit.
 func gitServer(t *testing.T) (string, string) {
 	t.Helper()
 	gitPath, err := exec.LookPath("git")
@@ -62,36 +63,10 @@ func gitServer(t *testing.T) (string, string) {
 		t.Skip("git is not installed (hack/deps.sh installs Debian's git): no git http-backend to test against")
 	}
 	root := t.TempDir()
-	work := filepath.Join(root, "work")
-	gitRun(t, root, "init", "-q", "-b", "main", work)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a", "one")
-	gitRun(t, work, "add", "a")
-	gitRun(t, work, "commit", "-qm", "one")
-	first := gitRun(t, work, "rev-parse", "HEAD")
-	gitRun(t, work, "tag", "v1")
-	write("a", "two")
-	gitRun(t, work, "commit", "-qam", "two")
-	gitRun(t, work, "checkout", "-qb", "dev")
-	write("d", "dev")
-	gitRun(t, work, "add", "d")
-	gitRun(t, work, "commit", "-qm", "dev")
-	gitRun(t, work, "checkout", "-q", "main")
-	gitRun(t, work, "checkout", "-qb", "pr")
-	write("p", "pull")
-	gitRun(t, work, "add", "p")
-	gitRun(t, work, "commit", "-qm", "pr")
-	gitRun(t, work, "checkout", "-q", "main")
 	srv := filepath.Join(root, "srv")
-	gitRun(t, root, "clone", "-q", "--bare", work, filepath.Join(srv, "repo.git"))
-	gitRun(t, filepath.Join(srv, "repo.git"), "update-ref", "refs/pull/1/head", "pr")
-	gitRun(t, filepath.Join(srv, "repo.git"), "branch", "-D", "pr")
-	gitRun(t, root, "init", "-q", "--bare", filepath.Join(srv, "empty.git"))
-
+	if err := os.MkdirAll(srv, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Root: "/",
 		Env: []string{"GIT_PROJECT_ROOT=" + srv, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root}}
 	mux := http.NewServeMux()
@@ -106,6 +81,43 @@ func gitServer(t *testing.T) (string, string) {
 	})))
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
+
+	write := func(dir, name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := filepath.Join(root, "subwork")
+	gitRun(t, root, "init", "-q", "-b", "main", sub)
+	write(sub, "s", "sub")
+	gitRun(t, sub, "add", "s")
+	gitRun(t, sub, "commit", "-qm", "sub")
+	gitRun(t, root, "clone", "-q", "--bare", sub, filepath.Join(srv, "sub.git"))
+
+	work := filepath.Join(root, "work")
+	gitRun(t, root, "init", "-q", "-b", "main", work)
+	write(work, "a", "one")
+	gitRun(t, work, "add", "a")
+	gitRun(t, work, "commit", "-qm", "one")
+	first := gitRun(t, work, "rev-parse", "HEAD")
+	gitRun(t, work, "tag", "v1")
+	write(work, "a", "two")
+	gitRun(t, work, "submodule", "--quiet", "add", s.URL+"/sub.git", "mod")
+	gitRun(t, work, "commit", "-qam", "two")
+	gitRun(t, work, "checkout", "-qb", "dev")
+	write(work, "d", "dev")
+	gitRun(t, work, "add", "d")
+	gitRun(t, work, "commit", "-qm", "dev")
+	gitRun(t, work, "checkout", "-q", "main")
+	gitRun(t, work, "checkout", "-qb", "pr")
+	write(work, "p", "pull")
+	gitRun(t, work, "add", "p")
+	gitRun(t, work, "commit", "-qm", "pr")
+	gitRun(t, work, "checkout", "-q", "main")
+	gitRun(t, root, "clone", "-q", "--bare", work, filepath.Join(srv, "repo.git"))
+	gitRun(t, filepath.Join(srv, "repo.git"), "update-ref", "refs/pull/1/head", "pr")
+	gitRun(t, filepath.Join(srv, "repo.git"), "branch", "-D", "pr")
+	gitRun(t, root, "init", "-q", "--bare", filepath.Join(srv, "empty.git"))
 	return s.URL, first
 }
 
@@ -135,7 +147,9 @@ func TestLoad(t *testing.T) {
 		wantErr  string
 		wantRepo bool // dest is a repository with origin (the empty repository)
 	}{
-		{name: "default branch", art: wf.GitArtifact{Repo: url + "/repo.git"}, want: map[string]string{"a": "two", "-d": ""}},
+		{name: "default branch, with its submodule", art: wf.GitArtifact{Repo: url + "/repo.git"}, want: map[string]string{"a": "two", "-d": "", "mod/s": "sub"}},
+		{name: "disableSubmodules", art: wf.GitArtifact{Repo: url + "/repo.git", DisableSubmodules: true}, want: map[string]string{"a": "two", "-mod/s": ""}},
+		{name: "a branch, its submodule updated", art: wf.GitArtifact{Repo: url + "/repo.git", Revision: "dev"}, want: map[string]string{"d": "dev", "mod/s": "sub"}},
 		{name: "tag", art: wf.GitArtifact{Repo: url + "/repo.git", Revision: "v1"}, want: map[string]string{"a": "one"}},
 		{name: "commit", art: wf.GitArtifact{Repo: url + "/repo.git", Revision: first}, want: map[string]string{"a": "one"}},
 		{name: "abbreviated commit", art: wf.GitArtifact{Repo: url + "/repo.git", Revision: first[:7]}, want: map[string]string{"a": "one"}},
