@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -222,7 +223,48 @@ func (a *Argo) Submit(ctx context.Context, wf *unstructured.Unstructured, backen
 	labels[LabelE2E] = a.RunLabel
 	wf.SetLabels(labels)
 	wf.SetNamespace(a.Controller.Namespace)
+	if img := os.Getenv("ARGOEXEC_E2E_ARGO_PATCH_IMAGE_" + strings.ToUpper(a.Controller.Name)); img != "" {
+		if err := patchExecutorImage(wf, backend, img); err != nil {
+			return nil, err
+		}
+	}
 	return a.Dynamic.Resource(WorkflowGVR).Namespace(a.Controller.Namespace).Create(ctx, wf, metav1.CreateOptions{})
+}
+
+// patchExecutorImage gives every container and script template a podSpecPatch that runs init
+// and wait from img instead of the controller's executor image: a way to run an image under the
+// argo tier's controller without changing its ConfigMap (ARGOEXEC_E2E_ARGO_PATCH_IMAGE_<NAME>;
+// set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to the same image). The init container is patched only
+// where Argo v3.3.8 adds one (input artifacts, a script, or emissary), since a strategic merge
+// patch would otherwise add it.
+func patchExecutorImage(wf *unstructured.Unstructured, backend, img string) error {
+	templates, _, err := unstructured.NestedSlice(wf.Object, "spec", "templates")
+	if err != nil {
+		return err
+	}
+	for i, raw := range templates {
+		tm, _ := raw.(map[string]any)
+		_, isContainer := tm["container"]
+		_, isScript := tm["script"]
+		if !isContainer && !isScript {
+			continue
+		}
+		if _, ok := tm["podSpecPatch"]; ok {
+			return fmt.Errorf("template %v has its own podSpecPatch: cannot patch the executor image", tm["name"])
+		}
+		inputs, _, _ := unstructured.NestedSlice(tm, "inputs", "artifacts")
+		patch := map[string]any{"containers": []any{map[string]any{"name": "wait", "image": img}}}
+		if len(inputs) > 0 || isScript || backend == "emissary" {
+			patch["initContainers"] = []any{map[string]any{"name": "init", "image": img}}
+		}
+		b, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		tm["podSpecPatch"] = string(b)
+		templates[i] = tm
+	}
+	return unstructured.SetNestedSlice(wf.Object, templates, "spec", "templates")
 }
 
 // DeleteRun deletes every workflow this Argo submitted (their pods go with them).
