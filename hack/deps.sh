@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's apt, the tools the build and the unit tier need and a
-# fresh Debian machine may lack: make, git, gcc with libc headers (go test
-# -race needs cgo), and dash and busybox (the shells Kill's commands are
-# tested under). The cluster's own packages are installed by hack/cluster.sh.
+# fresh Debian machine may lack: make, git (whose `git http-backend` also serves
+# the git artifact tests), gcc with libc headers (go test -race needs cgo), and
+# dash and busybox (the shells Kill's commands are tested under). The cluster's own packages are installed by hack/cluster.sh.
 set -euo pipefail
 need=()
 command -v make >/dev/null || need+=(make)

@@ -18,7 +18,10 @@
 #                               ($ARGOEXEC_DEV_IMAGE when set: hack/images.sh builds that name)
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
 #                               ARGOEXEC_E2E_ARGO_IMAGES (default upstream,ours: Argo's own
-#                               argoexec and our argoexec:dev in the same run, compared)
+#                               argoexec and our argoexec:dev in the same run, compared);
+#                               ARGOEXEC_E2E_ARGO_PATCH_IMAGE_<NAME> runs init and wait of that
+#                               controller's steps from another image (a podSpecPatch on each
+#                               template; set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to it too)
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
 # ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone; on exit
 # (the run may have stopped components) it runs `cluster.sh up` and `argo.sh up` under the lock.

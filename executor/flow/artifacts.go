@@ -54,9 +54,30 @@ func (we *WorkflowExecutor) checkArtifacts(inputs bool) error {
 	for _, a := range we.cfg.Template.Outputs.Artifacts {
 		if err := c.Check(a, true); err != nil {
 			errs = append(errs, fmt.Errorf("output %w", err))
+			continue
+		}
+		// Where the protocol would put it: a repository of a kind no store
+		// here saves to (Argo's archiveLocation in hdfs, say) is refused
+		// now, not once main has done its work. A missing repository is
+		// left to wait, which names every artifact that needed it.
+		if l := we.cfg.Protocol.Artifacts; l != nil {
+			if _, _, err := l.Locate(a, we.keyVars()); errors.Is(err, artifacts.ErrNotSupported) {
+				errs = append(errs, fmt.Errorf("output artifact %q: %w", a.Name, err))
+			}
+		}
+	}
+	if l := we.cfg.Protocol.Artifacts; l != nil && we.cfg.Protocol.ArchiveLogs {
+		if _, _, err := l.Locate(logArtifact(), we.keyVars()); errors.Is(err, artifacts.ErrNotSupported) {
+			errs = append(errs, fmt.Errorf("main's log (archiveLogs, artifact %q): %w", wf.MainLogsArtifactName, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// keyVars are what this pod's artifact keys are made of.
+func (we *WorkflowExecutor) keyVars() KeyVars {
+	return KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
+		PodNamespace: we.cfg.PodNamespace, TemplateName: we.cfg.Template.Name}
 }
 
 // artifactDriver is the flows' driver: the one cmd/ built for the
@@ -178,8 +199,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	if l == nil {
 		return nil, fmt.Errorf("%s: %w", a.Name, ErrNoRepository)
 	}
-	upload, reported, err := l.Locate(a, KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
-		PodNamespace: we.cfg.PodNamespace, TemplateName: we.cfg.Template.Name})
+	upload, reported, err := l.Locate(a, we.keyVars())
 	if errors.Is(err, ErrNoRepository) {
 		return nil, fmt.Errorf("%s: %w", a.Name, err)
 	}
@@ -200,7 +220,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	}
 	local := tgz
 	if a.Archive != nil && a.Archive.None != nil {
-		if local, err = artifacts.SingleFile(ctx, tgz, dir); err != nil {
+		if local, err = artifacts.Unarchived(ctx, tgz, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -208,7 +228,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	if err != nil {
 		return nil, err
 	}
-	we.log.WithFields(map[string]any{"artifact": a.Name, "key": obj.Key, "bytes": obj.Size, "sha256": obj.SHA256,
+	we.log.WithFields(map[string]any{"artifact": a.Name, "key": obj.Key, "bytes": obj.Size, "sha256": obj.SHA256, "objects": obj.Files,
 		"elapsed": time.Since(start).Round(time.Millisecond)}).Info("artifact saved")
 	return &reported, nil
 }

@@ -56,15 +56,25 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 	out := &wf.NodeOutputs{}
 	// The result (a log read) is fetched beside the parameters and
 	// artifacts, not before them: each writes only its own fields of out.
-	var resultErr error
+	// So is main's log, when archived: it is reported after the template's
+	// artifacts, as Argo's argoexec appends it.
+	var resultErr, logsErr error
+	var logArt *wf.Artifact
 	var resultDone sync.WaitGroup
 	if we.includeResult() {
 		resultDone.Go(func() { resultErr = we.collectResult(collectCtx, out) })
 	}
+	if we.cfg.Protocol.ArchiveLogs {
+		resultDone.Go(func() { logArt, logsErr = we.saveLogs(collectCtx) })
+	}
 	paramsErr := we.collectParameters(collectCtx, out)
 	artifactsErr := we.collectArtifacts(collectCtx, out)
 	resultDone.Wait()
+	if logArt != nil {
+		out.Artifacts = append(out.Artifacts, *logArt)
+	}
 	errs.add("collect script result", resultErr)
+	errs.add("save main's log (archiveLogs)", logsErr)
 	errs.add("collect output parameters", paramsErr)
 	errs.add("collect output artifacts", artifactsErr)
 	cancelCollect()

@@ -58,6 +58,12 @@ type Protocol struct {
 	// Artifacts says where output artifacts go and how the report names
 	// them; nil means no output artifact can be saved.
 	Artifacts ArtifactLocator
+	// ArchiveLogs says that wait uploads main's combined log (stdout and
+	// stderr, as the backend reads it) to where Artifacts puts an artifact
+	// named workflow.MainLogsArtifactName stored as the file
+	// workflow.MainLogFileName, and reports it after the template's output
+	// artifacts by its location alone: Argo's archiveLogs.
+	ArchiveLogs bool
 	// Progress is the self-reported progress monitor; zero means none.
 	Progress ProgressSettings
 	// Deadline is when main must have exited (Argo's ARGO_DEADLINE); zero

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -57,28 +58,60 @@ func (m *memStore) Save(_ context.Context, local string, art wf.Artifact) (artif
 	if m.putErr != nil {
 		return artifacts.Object{}, m.putErr
 	}
-	b, err := os.ReadFile(local)
-	if err != nil {
-		return artifacts.Object{}, err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.objects == nil {
 		m.objects = map[string][]byte{}
 	}
+	if st, err := os.Stat(local); err == nil && st.IsDir() {
+		// A directory as Argo's S3 driver stores one: a key per file.
+		n := 0
+		err := filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(local, p)
+			m.objects[path.Join(key, filepath.ToSlash(rel))] = b
+			n++
+			return err
+		})
+		return artifacts.Object{Key: key, Files: n}, err
+	}
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return artifacts.Object{}, err
+	}
 	m.objects[key] = b
-	return artifacts.Object{Key: key, Size: int64(len(b))}, nil
+	return artifacts.Object{Key: key, Size: int64(len(b)), Files: 1}, nil
 }
 
 func (m *memStore) Load(_ context.Context, art wf.Artifact, local string) error {
 	key := art.S3.Key
 	m.mu.Lock()
-	b, ok := m.objects[key]
-	m.mu.Unlock()
-	if !ok {
+	defer m.mu.Unlock()
+	if b, ok := m.objects[key]; ok {
+		return os.WriteFile(local, b, 0o644)
+	}
+	found := false
+	for k, b := range m.objects { // a directory: the keys under key/
+		rel, ok := strings.CutPrefix(k, strings.TrimSuffix(key, "/")+"/")
+		if !ok {
+			continue
+		}
+		found = true
+		p := filepath.Join(local, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if !found {
 		return fmt.Errorf("get %s: %w", key, artifacts.ErrNotFound)
 	}
-	return os.WriteFile(local, b, 0o644)
+	return nil
 }
 
 // storeOf is a Store whose S3 driver is m, limited to repo()'s bucket.

@@ -63,9 +63,23 @@ func (f SecretFiles) S3Keys(_ context.Context, bucket wf.S3Bucket) (string, stri
 	return access, secret, nil
 }
 
+// Secret reads the file ROOT/NAME/KEY that sel names, as it is (Argo's
+// GetSecret); field names the artifact's field that names it, for
+// messages.
+func (f SecretFiles) Secret(field string, sel *corev1.SecretKeySelector) (string, error) {
+	return f.readRaw(field, field, sel)
+}
+
 func (f SecretFiles) read(field string, sel *corev1.SecretKeySelector) (string, error) {
+	v, err := f.readRaw(field, "s3."+field, sel)
+	return strings.TrimSpace(v), err
+}
+
+// readRaw reads the file sel names; set is the field to set when sel
+// names none.
+func (f SecretFiles) readRaw(field, set string, sel *corev1.SecretKeySelector) (string, error) {
 	if sel == nil || sel.Name == "" || sel.Key == "" {
-		return "", fmt.Errorf("%s names no secret and key; set s3.%s on the artifact or on the template's archiveLocation", field, field)
+		return "", fmt.Errorf("%s names no secret and key; set %s on the artifact or on the template's archiveLocation", field, set)
 	}
 	root := f.Root
 	if root == "" {
@@ -79,5 +93,5 @@ func (f SecretFiles) read(field string, sel *corev1.SecretKeySelector) (string, 
 	if err != nil {
 		return "", fmt.Errorf("%s: read key %q of secret %q: %w", field, sel.Key, sel.Name, err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return string(b), nil
 }

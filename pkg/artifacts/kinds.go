@@ -41,6 +41,8 @@ type Env struct {
 	RepositoryOnly bool
 	// Log says what the drivers do.
 	Log *logrus.Entry
+	// Git loads git inputs (GitCommand); nil means no git store.
+	Git Driver
 }
 
 // Kinds are the stores argoexec implements, one line each.
@@ -49,6 +51,7 @@ func Kinds() []Kind {
 		{Name: wf.KindS3, Save: true, New: newS3Kind},
 		{Name: wf.KindHTTP, New: func(env Env) (Driver, error) { return NewHTTP(HTTPConfig{}, env.Log), nil }},
 		{Name: wf.KindRaw, New: func(Env) (Driver, error) { return raw{}, nil }},
+		{Name: wf.KindGit, New: func(env Env) (Driver, error) { return env.Git, nil }},
 	}
 }
 

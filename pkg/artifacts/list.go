@@ -33,22 +33,46 @@ func (s *S3) List(ctx context.Context, art wf.Artifact) ([]string, error) {
 		return nil, err
 	}
 	if prefix != "" {
-		prefix = path.Clean(prefix) + "/"
+		prefix = dirPrefix(prefix)
 	}
 	loc.Key = prefix
 	c, err := s.client(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	for obj := range c.ListObjects(ctx, loc.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+	objs, err := listUnder(ctx, c, loc.Bucket, prefix)
+	if err != nil {
+		return nil, describe("list", loc, err)
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return keys, nil
+}
+
+// dirPrefix is key taken as a directory: cleaned, with one trailing slash,
+// as Argo's S3 driver lists a directory.
+func dirPrefix(key string) string {
+	return path.Clean(key) + "/"
+}
+
+// listUnder lists every object whose key starts with prefix, recursively,
+// in the server's (lexical) order, without the empty "directory" objects
+// some consoles create (keys ending in "/").
+func listUnder(ctx context.Context, c *minio.Client, bucket, prefix string) ([]minio.ObjectInfo, error) {
+	var objs []minio.ObjectInfo
+	for obj := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return nil, describe("list", loc, obj.Err)
+			return nil, obj.Err
 		}
 		if strings.HasSuffix(obj.Key, "/") {
 			continue
 		}
-		keys = append(keys, obj.Key)
+		objs = append(objs, obj)
 	}
-	return keys, nil
+	return objs, nil
 }

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -139,10 +142,13 @@ func (s *S3) client(ctx context.Context, loc wf.S3Artifact) (*minio.Client, erro
 	return c, nil
 }
 
-// Save uploads the local file at localPath to the artifact's s3 location,
-// logging progress for long uploads, then checks that the stored object has
-// the size and SHA-256 of what was sent. The server also verifies a CRC32C
-// checksum of each part.
+// Save uploads localPath to the artifact's s3 location: a file as the
+// object at the key; a directory as Argo v3.3.8's S3 driver stores one
+// (PutDirectory), each regular file under it as its own object at
+// KEY/RELATIVE/PATH, directories themselves and symlinks not stored (an
+// empty directory stores nothing). Long uploads log their progress. Each
+// stored object is checked to have the size and SHA-256 of what was sent;
+// the server also verifies a CRC32C checksum of each part.
 func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error) {
 	loc, err := s.location(art)
 	if err != nil {
@@ -152,6 +158,64 @@ func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Objec
 	if err != nil {
 		return Object{}, err
 	}
+	st, err := os.Stat(localPath)
+	if err != nil {
+		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
+	}
+	if st.IsDir() {
+		return s.saveDir(ctx, c, loc, localPath)
+	}
+	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "upload", st.Size())
+	defer prog.Done()
+	return putFile(ctx, c, loc, localPath, prog)
+}
+
+// saveDir uploads every regular file under dir to loc.Key/RELATIVE/PATH,
+// in lexical order, with one progress for the whole tree.
+func (s *S3) saveDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, dir string) (Object, error) {
+	type file struct {
+		key, path string
+	}
+	var files []file
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err // directories are prefixes, symlinks are not stored (as Argo's)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, file{key: path.Join(loc.Key, filepath.ToSlash(rel)), path: p})
+		total += info.Size()
+		return nil
+	})
+	if err != nil {
+		return Object{}, fmt.Errorf("s3: upload directory %s: %w", dir, err)
+	}
+	log := s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key})
+	if len(files) == 0 {
+		log.Warnf("s3: %s is an empty directory: nothing is stored under s3://%s/%s/ (as Argo's argoexec), so loading it as an input will find no object", dir, loc.Bucket, loc.Key)
+	}
+	prog := s.cfg.Progress.Start(log, "upload", total)
+	defer prog.Done()
+	for _, f := range files {
+		one := loc
+		one.Key = f.key
+		if _, err := putFile(ctx, c, one, f.path, prog); err != nil {
+			return Object{}, err
+		}
+	}
+	return Object{Key: loc.Key, Size: total, Files: len(files)}, nil
+}
+
+// putFile uploads the file localPath to loc.Key, counting its bytes in
+// prog, and checks the stored object's size and SHA-256.
+func putFile(ctx context.Context, c *minio.Client, loc wf.S3Artifact, localPath string, prog *Progress) (Object, error) {
 	f, err := os.Open(localPath)
 	if err != nil {
 		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
@@ -168,13 +232,11 @@ func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Objec
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
 	}
-	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "upload", st.Size())
 	_, err = c.PutObject(ctx, loc.Bucket, loc.Key, f, st.Size(), minio.PutObjectOptions{
 		ContentType:  "application/octet-stream",
 		UserMetadata: map[string]string{sha256MetaKey: sum},
 		Progress:     prog,
 	})
-	prog.Done()
 	if err != nil {
 		return Object{}, describe("upload", loc, err)
 	}
@@ -188,13 +250,17 @@ func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Objec
 	if got := info.UserMetadata[sha256MetaKey]; got != sum {
 		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored SHA-256 %q, sent %q", loc.Bucket, loc.Key, got, sum)
 	}
-	return Object{Key: loc.Key, Size: st.Size(), SHA256: sum}, nil
+	return Object{Key: loc.Key, Size: st.Size(), SHA256: sum, Files: 1}, nil
 }
 
 // Load downloads the artifact's object into the local file at localPath,
-// creating or truncating it. When the object records a SHA-256 (objects
-// uploaded by Save do), the download is checked against it. A missing key
-// is an error wrapping ErrNotFound.
+// creating or truncating it. When there is no object at the key but there
+// are objects under KEY/ (a directory, as Save and Argo's S3 driver store
+// one), it downloads them into a new directory at localPath instead, each
+// at its key's path below KEY/, as Argo v3.3.8's driver does (IsDirectory,
+// GetDirectory). When an object records a SHA-256 (objects uploaded by Save
+// do), its download is checked against it. Neither an object nor any under
+// the key is an error wrapping ErrNotFound.
 func (s *S3) Load(ctx context.Context, art wf.Artifact, localPath string) error {
 	loc, err := s.location(art)
 	if err != nil {
@@ -210,17 +276,79 @@ func (s *S3) Load(ctx context.Context, art wf.Artifact, localPath string) error 
 	}
 	defer obj.Close()
 	info, err := obj.Stat()
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		objs, lerr := listUnder(ctx, c, loc.Bucket, dirPrefix(loc.Key))
+		if lerr != nil {
+			return describe("list the directory", loc, lerr)
+		}
+		if len(objs) == 0 {
+			return fmt.Errorf("%w (and no object under %s/: not a directory either); check the key, and that the step that should have stored it succeeded", describe("download", loc, err), strings.TrimSuffix(loc.Key, "/"))
+		}
+		return s.loadDir(ctx, c, loc, objs, localPath)
+	}
 	if err != nil {
 		return describe("download", loc, err)
 	}
+	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "download", info.Size)
+	defer prog.Done()
+	return getObject(obj, info, loc, localPath, prog)
+}
+
+// loadDir downloads objs, the objects under loc.Key/, into a new directory
+// at dir, refusing a key whose path would land outside it.
+func (s *S3) loadDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, objs []minio.ObjectInfo, dir string) error {
+	prefix := dirPrefix(loc.Key)
+	var total int64
+	for _, o := range objs {
+		total += o.Size
+	}
+	rels := make([]string, len(objs))
+	for i, o := range objs {
+		rels[i] = filepath.FromSlash(strings.TrimPrefix(o.Key, prefix))
+		if !filepath.IsLocal(rels[i]) {
+			return fmt.Errorf("s3: download directory s3://%s/%s at %s: object %q would be written outside the artifact's directory; rename it", loc.Bucket, prefix, loc.Endpoint, o.Key)
+		}
+	}
+	s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key, "objects": len(objs)}).Info("no object at the key: downloading the directory under it")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("s3: download directory s3://%s/%s: %w", loc.Bucket, prefix, err)
+	}
+	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "download", total)
+	defer prog.Done()
+	for i, o := range objs {
+		dest := filepath.Join(dir, rels[i])
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return fmt.Errorf("s3: download s3://%s/%s: %w", loc.Bucket, o.Key, err)
+		}
+		one := loc
+		one.Key = o.Key
+		obj, err := c.GetObject(ctx, loc.Bucket, o.Key, minio.GetObjectOptions{})
+		if err != nil {
+			return describe("download", one, err)
+		}
+		info, err := obj.Stat()
+		if err != nil {
+			obj.Close()
+			return describe("download", one, err)
+		}
+		err = getObject(obj, info, one, dest, prog)
+		obj.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getObject copies obj into a new file at localPath, counting its bytes in
+// prog, and checks it against the SHA-256 it records, if any.
+func getObject(obj io.Reader, info minio.ObjectInfo, loc wf.S3Artifact, localPath string, prog *Progress) error {
 	f, err := os.Create(localPath)
 	if err != nil {
 		return fmt.Errorf("s3: download s3://%s/%s: %w", loc.Bucket, loc.Key, err)
 	}
 	h := sha256.New()
-	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "download", info.Size)
 	_, err = io.Copy(io.MultiWriter(f, h, prog), obj)
-	prog.Done()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

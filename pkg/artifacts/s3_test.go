@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,10 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.accessKeys = append(f.accessKeys, id)
 	}
 	key := strings.TrimPrefix(r.URL.Path, "/")
+	if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
+		f.list(w, strings.TrimSuffix(key, "/"), r.URL.Query().Get("prefix"))
+		return
+	}
 	switch r.Method {
 	case http.MethodPut:
 		b, _ := io.ReadAll(r.Body)
@@ -80,6 +86,36 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}
+}
+
+// list answers ListObjectsV2 for bucket with the keys under prefix, in
+// lexical order, in one page.
+func (f *fakeS3) list(w http.ResponseWriter, bucket, prefix string) {
+	type content struct {
+		Key  string `xml:"Key"`
+		Size int    `xml:"Size"`
+	}
+	res := struct {
+		XMLName  xml.Name  `xml:"ListBucketResult"`
+		Name     string    `xml:"Name"`
+		Prefix   string    `xml:"Prefix"`
+		KeyCount int       `xml:"KeyCount"`
+		MaxKeys  int       `xml:"MaxKeys"`
+		Contents []content `xml:"Contents"`
+	}{Name: bucket, Prefix: prefix, MaxKeys: 1000}
+	var keys []string
+	for k := range f.objects {
+		if key, ok := strings.CutPrefix(k, bucket+"/"); ok && strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		res.Contents = append(res.Contents, content{Key: k, Size: len(f.objects[bucket+"/"+k])})
+	}
+	res.KeyCount = len(res.Contents)
+	w.Header().Set("Content-Type", "application/xml")
+	_ = xml.NewEncoder(w).Encode(res)
 }
 
 // newFake serves a fakeS3 and returns an S3 driver whose default bucket is

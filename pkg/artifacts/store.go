@@ -23,20 +23,27 @@ import (
 // they are stored and local files. S3, HTTP and the Store itself implement it.
 type Driver interface {
 	// Load fetches the object at the artifact's location into the local
-	// file localPath, as stored (a Driver does not unpack; a Store does).
+	// file localPath, as stored (a Driver does not unpack; a Store does);
+	// a store with directories (s3) makes localPath a directory of the
+	// objects under a location that is one.
 	Load(ctx context.Context, art wf.Artifact, localPath string) error
-	// Save stores the local file localPath at the artifact's location.
+	// Save stores the local file localPath at the artifact's location; a
+	// store with directories also takes a directory, as Argo's driver of
+	// that store lays it out.
 	Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error)
 }
 
-// Object describes a stored object.
+// Object describes a stored object, or a stored directory of them.
 type Object struct {
-	// Key is the object's key in its bucket.
+	// Key is the object's key in its bucket (a directory's key prefix).
 	Key string
-	// Size is its length in bytes.
+	// Size is its length in bytes (the sum of a directory's files).
 	Size int64
-	// SHA256 is the hex SHA-256 of its content.
+	// SHA256 is the hex SHA-256 of its content; empty for a directory,
+	// whose files' are each checked and recorded on their own objects.
 	SHA256 string
+	// Files is how many objects were stored: 1 for a file.
+	Files int
 }
 
 // ErrNotFound is wrapped by Load errors when the artifact does not exist
@@ -110,8 +117,8 @@ func (s *Store) Check(art wf.Artifact, output bool) error {
 	case kind == "":
 		return fmt.Errorf("artifact %q has no location argoexec can use: set one of %s", art.Name, kindNames(false))
 	case !ok:
-		return fmt.Errorf("artifact %q: %w: argoexec has no %s store (it has %s); move the artifact to one of those",
-			art.Name, ErrNotSupported, kind, kindNames(false))
+		return fmt.Errorf("artifact %q: %w: argoexec has no %s store (it has %s); %s",
+			art.Name, ErrNotSupported, kind, kindNames(false), insteadOf(kind))
 	case output && !k.Save:
 		return fmt.Errorf("artifact %q: %w: an output cannot be saved to its %s location, which only loads (outputs go to %s)", art.Name, ErrNotSupported, kind, kindNames(true))
 	case s.drivers[kind] == nil && kind == wf.KindS3:
@@ -120,6 +127,18 @@ func (s *Store) Check(art wf.Artifact, output bool) error {
 		return fmt.Errorf("artifact %q: no %s store is configured: the controller passed no %s repository or credentials", art.Name, kind, kind)
 	}
 	return nil
+}
+
+// insteadOf says what to do with an artifact of a kind argoexec has no
+// store for.
+func insteadOf(kind string) string {
+	if kind == wf.KindHDFS {
+		// No HDFS server can be run where argoexec is tested, so there is
+		// no driver to trust: say how to get by without one.
+		return "store the artifact in an S3-compatible bucket instead (the artifact repository's s3, or the artifact's own s3 location; " +
+			"a step that copies it between HDFS and S3 with Hadoop's own client can bridge the two), or run this workflow with Argo's own argoexec image"
+	}
+	return "move the artifact to one of those"
 }
 
 // driver picks the driver for art's location.
@@ -136,7 +155,8 @@ func (s *Store) driver(art wf.Artifact) (Driver, error) {
 }
 
 // Load puts the artifact at dest, whose parent directory must exist: a raw
-// artifact's data as is; a fetched object unpacked when it is a tarball
+// artifact's data as is; a directory the driver fetched (an s3 key that is
+// a prefix) as is; a fetched object unpacked when it is a tarball
 // (gzip) unless the artifact says `archive: none`, a tarball of one entry
 // becoming that entry (a file or a directory, as it was archived), and of
 // several a directory of them; else the object itself. Unpacking refuses
@@ -163,6 +183,9 @@ func (s *Store) Load(ctx context.Context, art wf.Artifact, dest string) error {
 	if art.Archive != nil && art.Archive.None != nil {
 		return rename(file, dest)
 	}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return rename(file, dest) // a directory of objects, stored as files
+	}
 	gz, err := isGzipFile(file)
 	if err != nil {
 		return err
@@ -173,8 +196,8 @@ func (s *Store) Load(ctx context.Context, art wf.Artifact, dest string) error {
 	return unpack(ctx, file, tmp, dest)
 }
 
-// Save stores the local file localPath at the artifact's location (s3; an
-// http or raw artifact cannot be saved).
+// Save stores the local file or directory localPath at the artifact's
+// location (s3; an http or raw artifact cannot be saved).
 func (s *Store) Save(ctx context.Context, localPath string, art wf.Artifact) (Object, error) {
 	d, err := s.driver(art)
 	if err != nil {

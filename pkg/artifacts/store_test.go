@@ -158,20 +158,40 @@ func TestStoreSave(t *testing.T) {
 	}
 }
 
-func TestSingleFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
-		return p
+func TestUnarchived(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		want    map[string]string // what the returned path holds; "" for the file itself
+		wantErr string
+	}{
+		{name: "a file", files: map[string]string{"f": "body"}, want: map[string]string{"": "body"}},
+		{name: "a directory", files: map[string]string{"d/a": "A", "d/s/b": "B"}, want: map[string]string{"a": "A", "s/b": "B"}},
+		{name: "two entries", files: map[string]string{"a": "A", "b": "B"}, wantErr: "neither a regular file nor a directory"},
 	}
-	p, err := SingleFile(context.Background(), write("one.tgz", tgz(t, map[string]string{"f": "body"})), dir)
-	if b, _ := os.ReadFile(p); err != nil || string(b) != "body" {
-		t.Errorf("single file %q: %q, %v", p, b, err)
-	}
-	_, err = SingleFile(context.Background(), write("two.tgz", tgz(t, map[string]string{"a": "A", "b": "B"})), dir)
-	if err == nil || !strings.Contains(err.Error(), "not a single regular file") {
-		t.Errorf("err = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tgzPath := filepath.Join(dir, "a.tgz")
+			if err := os.WriteFile(tgzPath, tgz(t, tt.files), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Unarchived(context.Background(), tgzPath, dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rel, body := range tt.want {
+				if b, err := os.ReadFile(filepath.Join(p, rel)); err != nil || string(b) != body {
+					t.Errorf("%s/%s = %q, %v; want %q", p, rel, b, err, body)
+				}
+			}
+		})
 	}
 }
 
@@ -207,9 +227,13 @@ func TestStoreCheck(t *testing.T) {
 		{name: "s3 input", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}},
 		{name: "s3 output", store: configured, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, output: true},
 		{name: "an output without a location goes to the repository", store: bare, art: wf.Artifact{Name: "a"}, output: true},
-		{name: "an input without a location", store: bare, art: wf.Artifact{Name: "a"}, wantErr: `artifact "a" has no location argoexec can use: set one of s3, http, raw`},
+		{name: "an input without a location", store: bare, art: wf.Artifact{Name: "a"}, wantErr: `artifact "a" has no location argoexec can use: set one of s3, http, raw, git`},
 		{name: "gcs is not implemented", store: configured, art: wf.Artifact{Name: "g", GCS: &wf.GCSArtifact{Key: "k"}},
-			wantErr: `artifact "g": not supported: argoexec has no gcs store (it has s3, http, raw)`, notSup: true},
+			wantErr: `artifact "g": not supported: argoexec has no gcs store (it has s3, http, raw, git)`, notSup: true},
+		{name: "hdfs input: what to use instead", store: configured, art: wf.Artifact{Name: "h", HDFS: &wf.HDFSArtifact{Path: "/p"}},
+			wantErr: `artifact "h": not supported: argoexec has no hdfs store (it has s3, http, raw, git); store the artifact in an S3-compatible bucket instead`, notSup: true},
+		{name: "hdfs output: what to use instead", store: configured, art: wf.Artifact{Name: "h", HDFS: &wf.HDFSArtifact{Path: "/p"}}, output: true,
+			wantErr: `or run this workflow with Argo's own argoexec image`, notSup: true},
 		{name: "http cannot be saved", store: configured, art: wf.Artifact{Name: "h", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, output: true,
 			wantErr: `an output cannot be saved to its http location, which only loads (outputs go to s3)`, notSup: true},
 		{name: "s3 with no repository", store: bare, art: wf.Artifact{Name: "a", S3: &wf.S3Artifact{Key: "k"}}, wantErr: `artifact "a": no S3 repository is configured`},
@@ -237,7 +261,7 @@ func TestStoreCheck(t *testing.T) {
 // fields and builds a driver from an Env with a default of its kind.
 func TestKindsComplete(t *testing.T) {
 	argo := map[string]bool{wf.KindS3: true, wf.KindGit: true, wf.KindHTTP: true, wf.KindArtifactory: true, wf.KindHDFS: true, wf.KindRaw: true, wf.KindOSS: true, wf.KindGCS: true}
-	env := Env{Default: wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: discard()}
+	env := Env{Default: wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}, Credentials: StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: discard(), Git: GitCommand{}}
 	for _, k := range Kinds() {
 		if !argo[k.Name] {
 			t.Errorf("kind %q is not a field of Argo's ArtifactLocation", k.Name)

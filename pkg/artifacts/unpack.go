@@ -26,16 +26,18 @@ func CompressionLevel(art wf.Artifact) int {
 	return gzip.DefaultCompression
 }
 
-// SingleFile unpacks tgz, which must hold exactly one regular file, into a
-// new directory under dir and returns the file's path: how an output with
-// `archive: none` is stored as is.
-func SingleFile(ctx context.Context, tgz, dir string) (string, error) {
+// Unarchived unpacks tgz, which must hold one path (a regular file or a
+// directory, as wait archives an output), into a new directory under dir
+// and returns that path: how an output with `archive: none` is stored as it
+// is, a directory file by file (Argo v3.3.8's argoexec untars it the same
+// way and hands the file or the directory to the driver).
+func Unarchived(ctx context.Context, tgz, dir string) (string, error) {
 	f, err := os.Open(tgz)
 	if err != nil {
 		return "", fmt.Errorf("archive: none: %w", err)
 	}
 	defer f.Close()
-	x, err := os.MkdirTemp(dir, "single-")
+	x, err := os.MkdirTemp(dir, "none-")
 	if err != nil {
 		return "", fmt.Errorf("archive: none: %w", err)
 	}
@@ -46,8 +48,8 @@ func SingleFile(ctx context.Context, tgz, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("archive: none: %w", err)
 	}
-	if len(entries) != 1 || !entries[0].Type().IsRegular() {
-		return "", errors.New("archive: none: the path is not a single regular file; remove `archive: none` to store it as a tarball")
+	if len(entries) != 1 || !(entries[0].Type().IsRegular() || entries[0].IsDir()) {
+		return "", errors.New("archive: none: the path is neither a regular file nor a directory; remove `archive: none` to store it as a tarball")
 	}
 	return filepath.Join(x, entries[0].Name()), nil
 }

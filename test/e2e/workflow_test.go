@@ -316,6 +316,8 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 	prod.Outputs.Artifacts = []wf.Artifact{
 		{Name: "out", Path: "/work/out"},
 		{Name: "raw", Path: "/work/out/a.txt", Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}},
+		// a directory with archive: none: one object per file under its key, as Argo's S3 driver
+		{Name: "tree", Path: "/work/out", Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}},
 		{Name: "maybe", Path: "/work/none", Optional: true},
 	}
 	r1 := e.run(t, "produce", prod, nil, false)
@@ -324,17 +326,30 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 	}
 	t.Logf("produce: wait's peak RSS %.1f MiB", waitPeakRSS(t, r1))
 	sum := r1.param(t, "sum")
-	if len(r1.outputs.Artifacts) != 2 {
-		t.Fatalf("artifacts %+v, want out and raw (maybe is optional and absent)", r1.outputs.Artifacts)
+	if len(r1.outputs.Artifacts) != 3 {
+		t.Fatalf("artifacts %+v, want out, raw and tree (maybe is optional and absent)", r1.outputs.Artifacts)
 	}
-	var outKey string
+	var outKey, treeKey string
 	for _, a := range r1.outputs.Artifacts {
 		if a.S3 == nil || a.S3.Bucket != e.bucket {
 			t.Fatalf("artifact %s has no S3 location in bucket %s: %+v", a.Name, e.bucket, a.S3)
 		}
-		if a.Name == "out" {
+		switch a.Name {
+		case "out":
 			outKey = a.S3.Key
+		case "tree":
+			treeKey = a.S3.Key
 		}
+	}
+	var treeObjects []string
+	for o := range e.s3.ListObjects(e.f.Context(), e.bucket, minio.ListObjectsOptions{Prefix: treeKey + "/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		treeObjects = append(treeObjects, strings.TrimPrefix(o.Key, treeKey+"/"))
+	}
+	if strings.Join(treeObjects, ",") != "a.txt,sub/data.bin" {
+		t.Errorf("tree (archive: none) stored as %v under %s/, want a.txt and sub/data.bin", treeObjects, treeKey)
 	}
 	// The raw artifact is stored byte-exact.
 	obj, err := e.s3.GetObject(e.f.Context(), e.bucket, "wf/produce/raw.tgz", minio.GetObjectOptions{})
@@ -345,9 +360,10 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 		t.Errorf("raw artifact = %q", b)
 	}
 	// Step 2 loads it as an input artifact and checks the data.
-	cons := e.template("consume", `sha256sum /in/out/sub/data.bin | cut -d' ' -f1 > /work/sum; cat /in/out/a.txt > /work/a; cat /in/greeting > /work/greeting`)
+	cons := e.template("consume", `sha256sum /in/out/sub/data.bin | cut -d' ' -f1 > /work/sum; cat /in/out/a.txt > /work/a; cat /in/greeting > /work/greeting; sha256sum /in/tree/sub/data.bin | cut -d' ' -f1 > /work/treesum`)
 	cons.Inputs.Artifacts = []wf.Artifact{
 		{Name: "out", Path: "/in/out", S3: &wf.S3Artifact{Key: outKey}},
+		{Name: "tree", Path: "/in/tree", S3: &wf.S3Artifact{Key: treeKey}}, // a key prefix: the directory
 		{Name: "greeting", Path: "/in/greeting", Raw: &wf.RawArtifact{Data: "hi there"}},
 		{Name: "absent", Path: "/in/absent", Optional: true, S3: &wf.S3Artifact{Key: "does/not/exist.tgz"}},
 	}
@@ -355,6 +371,7 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 		{Name: "sum", ValueFrom: &wf.ValueFrom{Path: "/work/sum"}},
 		{Name: "a", ValueFrom: &wf.ValueFrom{Path: "/work/a"}},
 		{Name: "greeting", ValueFrom: &wf.ValueFrom{Path: "/work/greeting"}},
+		{Name: "treesum", ValueFrom: &wf.ValueFrom{Path: "/work/treesum"}},
 	}
 	r2 := e.run(t, "consume", cons, nil, false)
 	if r2.pod.Status.Phase != corev1.PodSucceeded {
@@ -362,6 +379,9 @@ func (e *wfEnv) testArtifacts(t *testing.T) {
 	}
 	if got := r2.param(t, "sum"); got != sum {
 		t.Errorf("consumer saw sha256 %s, producer wrote %s", got, sum)
+	}
+	if got := r2.param(t, "treesum"); got != sum {
+		t.Errorf("consumer saw sha256 %s in the directory input, producer wrote %s", got, sum)
 	}
 	if got := r2.param(t, "a"); got != "small" {
 		t.Errorf("a = %q", got)

@@ -32,6 +32,13 @@ func resourceRunner() func(context.Context, *ResourceOptions) error {
 	return func(context.Context, *ResourceOptions) error { return execMain("resource") }
 }
 
+// gitRunner is, in argoexec, what replaces the process with MainBinary:
+// init runs artifacts.GitProgram itself, so this is only for a user who
+// runs `argoexec artifact-git`.
+func gitRunner() func(context.Context, *ArtifactGitOptions) error {
+	return func(context.Context, *ArtifactGitOptions) error { return execMain("artifact-git") }
+}
+
 func execMain(cmd string) error {
 	self, err := os.Executable()
 	if err != nil {

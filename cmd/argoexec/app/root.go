@@ -100,11 +100,12 @@ type runners struct {
 	init     func(ctx context.Context, o *InitOptions) error
 	resource func(ctx context.Context, o *ResourceOptions) error
 	data     func(ctx context.Context, o *DataOptions) error
+	git      func(ctx context.Context, o *ArtifactGitOptions) error
 }
 
 // Run parses args (without the program name) and runs the chosen command.
 func Run(ctx context.Context, args []string, stdio IO) error {
-	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: resourceRunner(), data: dataRunner()})
+	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: resourceRunner(), data: dataRunner(), git: gitRunner()})
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
@@ -131,6 +132,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		newInitCmd(ctx, g, stdio, r.init),
 		newResourceCmd(ctx, g, stdio, r.resource),
 		newDataCmd(ctx, g, stdio, r.data),
+		newArtifactGitCmd(ctx, g, stdio, r.git),
 		newEmissaryCmd(ctx, g, stdio),
 		newVersionCmd(stdio),
 	)

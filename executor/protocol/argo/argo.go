@@ -146,6 +146,7 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 		Protocol: flow.Protocol{
 			InputsOnVolumes: true, StageScript: true, IncludeScriptOutput: &include,
 			SignalStopsMain: true, SidecarSurvivorsWarn: true, Deadline: p.Deadline,
+			ArchiveLogs: tmpl.SaveLogsAsArtifact(),
 		},
 		Template: tmpl, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
 		// Argo's controller injects user sidecars as plain containers: wait stops them.
@@ -235,7 +236,8 @@ func (p *Protocol) artifacts(tmpl *wf.Template, log *logrus.Entry) (flow.Artifac
 	if tmpl.ArchiveLocation != nil {
 		def = *tmpl.ArchiveLocation
 	}
-	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log})
+	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the template's archiveLocation: %w", err)
 	}

@@ -121,6 +121,12 @@ const (
 const (
 	// MainContainerName is the user's main container.
 	MainContainerName = "main"
+	// MainLogsArtifactName names the output artifact of main's archived
+	// log (Argo's archiveLogs), as Argo v3.3.8 reports it.
+	MainLogsArtifactName = "main-logs"
+	// MainLogFileName is the archived log's file name: its key is the
+	// archive location's key joined with it.
+	MainLogFileName = "main.log"
 	// WaitContainerName is the argoexec wait sidecar.
 	WaitContainerName = "wait"
 	// InitContainerName is the argoexec init container.

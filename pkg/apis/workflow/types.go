@@ -109,6 +109,25 @@ type Template struct {
 	Plugin *Plugin `json:"plugin,omitempty"`
 }
 
+// SaveLogsAsArtifact says whether main's log is archived, as Argo
+// v3.3.8's Template.SaveLogsAsArtifact: the archive location says
+// archiveLogs (Argo's controller sets it there from its repository or the
+// template) and the pod has a container named main.
+func (t *Template) SaveLogsAsArtifact() bool {
+	if t == nil || t.ArchiveLocation == nil || t.ArchiveLocation.ArchiveLogs == nil || !*t.ArchiveLocation.ArchiveLogs {
+		return false
+	}
+	if t.ContainerSet == nil {
+		return true
+	}
+	for _, c := range t.ContainerSet.Containers {
+		if c.Name == MainContainerName {
+			return true
+		}
+	}
+	return false
+}
+
 // Metadata is the labels and annotations a template adds to its pod.
 type Metadata struct {
 	// Labels are added to the pod's labels.
@@ -349,7 +368,8 @@ type TarStrategy struct {
 	CompressionLevel *int32 `json:"compressionLevel,omitempty"`
 }
 
-// NoneStrategy stores an artifact unpacked; it must be a single file.
+// NoneStrategy stores an artifact unpacked: a single file as is, a
+// directory file by file under the key (s3).
 type NoneStrategy struct{}
 
 // S3Bucket is the location and credentials of an S3 bucket.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -222,7 +223,48 @@ func (a *Argo) Submit(ctx context.Context, wf *unstructured.Unstructured, backen
 	labels[LabelE2E] = a.RunLabel
 	wf.SetLabels(labels)
 	wf.SetNamespace(a.Controller.Namespace)
+	if img := os.Getenv("ARGOEXEC_E2E_ARGO_PATCH_IMAGE_" + strings.ToUpper(a.Controller.Name)); img != "" {
+		if err := patchExecutorImage(wf, backend, img); err != nil {
+			return nil, err
+		}
+	}
 	return a.Dynamic.Resource(WorkflowGVR).Namespace(a.Controller.Namespace).Create(ctx, wf, metav1.CreateOptions{})
+}
+
+// patchExecutorImage gives every container and script template a podSpecPatch that runs init
+// and wait from img instead of the controller's executor image: a way to run an image under the
+// argo tier's controller without changing its ConfigMap (ARGOEXEC_E2E_ARGO_PATCH_IMAGE_<NAME>;
+// set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to the same image). The init container is patched only
+// where Argo v3.3.8 adds one (input artifacts, a script, or emissary), since a strategic merge
+// patch would otherwise add it.
+func patchExecutorImage(wf *unstructured.Unstructured, backend, img string) error {
+	templates, _, err := unstructured.NestedSlice(wf.Object, "spec", "templates")
+	if err != nil {
+		return err
+	}
+	for i, raw := range templates {
+		tm, _ := raw.(map[string]any)
+		_, isContainer := tm["container"]
+		_, isScript := tm["script"]
+		if !isContainer && !isScript {
+			continue
+		}
+		if _, ok := tm["podSpecPatch"]; ok {
+			return fmt.Errorf("template %v has its own podSpecPatch: cannot patch the executor image", tm["name"])
+		}
+		inputs, _, _ := unstructured.NestedSlice(tm, "inputs", "artifacts")
+		patch := map[string]any{"containers": []any{map[string]any{"name": "wait", "image": img}}}
+		if len(inputs) > 0 || isScript || backend == "emissary" {
+			patch["initContainers"] = []any{map[string]any{"name": "init", "image": img}}
+		}
+		b, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		tm["podSpecPatch"] = string(b)
+		templates[i] = tm
+	}
+	return unstructured.SetNestedSlice(wf.Object, templates, "spec", "templates")
 }
 
 // DeleteRun deletes every workflow this Argo submitted (their pods go with them).
@@ -285,6 +327,7 @@ type NodeOutcome struct {
 	Result          *string
 	Parameters      map[string]string            // output parameters: name -> value
 	Artifacts       map[string]map[string]string // output artifacts: name -> file in the archive -> content
+	ArtifactKeys    map[string]string            // output artifacts: name -> S3 key, as reported
 	InputParameters map[string]string
 	MainLog         string
 }
@@ -338,8 +381,10 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	bucket, _, _ := unstructured.NestedString(status, "artifactRepositoryRef", "artifactRepository", "s3", "bucket")
 	var errs []error
+	var lastKeys map[string]string // the keys of the list arts read last
 	arts := func(list []any) map[string]map[string]string {
 		out := map[string]map[string]string{}
+		lastKeys = map[string]string{}
 		for _, raw := range list {
 			am, _ := raw.(map[string]any)
 			name, _, _ := unstructured.NestedString(am, "name")
@@ -351,6 +396,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 			if key == "" {
 				continue
 			}
+			lastKeys[name] = key
 			files, err := a.fetchArtifact(ctx, b, key)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("artifact %s (s3://%s/%s): %w", name, b, key, err))
@@ -396,6 +442,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 		oa, _, _ := unstructured.NestedSlice(nm, "outputs", "artifacts")
 		ip, _, _ := unstructured.NestedSlice(nm, "inputs", "parameters")
 		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa), params(ip)
+		n.ArtifactKeys = lastKeys
 		if n.Type == "Pod" && n.Phase != "Skipped" && n.Phase != "Pending" {
 			// POD_NAMES v1 (v3.3.8's default): the pod is named after the node ID
 			if pod, err := a.Client.CoreV1().Pods(a.Controller.Namespace).Get(ctx, id, metav1.GetOptions{}); err == nil {
@@ -427,7 +474,9 @@ func (a *Argo) podLog(ctx context.Context, pod, container string) (string, error
 }
 
 // fetchArtifact reads an object and unpacks it: a .tgz gives its regular files (path -> content),
-// anything else is one file named "".
+// anything else is one file named "". A key with no object but objects under KEY/ (a directory
+// stored with `archive: none`, as Argo's S3 driver lays one out) gives those objects, by their
+// path below KEY/ prefixed with "dir:".
 func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[string]string, error) {
 	obj, err := a.S3.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -435,6 +484,9 @@ func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[strin
 	}
 	defer obj.Close()
 	data, err := io.ReadAll(obj)
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return a.fetchDirectory(ctx, bucket, key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +512,32 @@ func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[strin
 			return nil, err
 		}
 		files[h.Name] = string(b)
+	}
+	return files, nil
+}
+
+// fetchDirectory reads every object under key/ (path below it, prefixed "dir:", -> content);
+// none is an error.
+func (a *Argo) fetchDirectory(ctx context.Context, bucket, key string) (map[string]string, error) {
+	prefix := strings.TrimSuffix(key, "/") + "/"
+	files := map[string]string{}
+	for o := range a.S3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, o.Err
+		}
+		obj, err := a.S3.GetObject(ctx, bucket, o.Key, minio.GetObjectOptions{})
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Key, err)
+		}
+		files["dir:"+strings.TrimPrefix(o.Key, prefix)] = string(b)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no object at the key, and none under %s", prefix)
 	}
 	return files, nil
 }
