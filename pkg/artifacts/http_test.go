@@ -41,7 +41,9 @@ func TestHTTPLoad(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	h := NewHTTP(HTTPConfig{Client: NewHTTPClient(HTTPTimeouts{ResponseHeader: 100 * time.Millisecond})}, discard())
+	// Long enough for every answering case on a loaded 2-core machine (100 ms was not);
+	// the hanging case waits it out.
+	h := NewHTTP(HTTPConfig{Client: NewHTTPClient(HTTPTimeouts{ResponseHeader: 2 * time.Second})}, discard())
 
 	tests := []struct {
 		name     string
