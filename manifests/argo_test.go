@@ -120,8 +120,12 @@ func TestArgoComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the merged ConfigMap does not load: %v", err)
 	}
-	if !strings.HasSuffix(cfg.Executor.Image, "-argo") || cfg.ContainerRuntimeExecutor != workflow.ExecutorK8sAPI {
-		t.Errorf("executor image %q, containerRuntimeExecutor %q; want the -argo image and k8sapi", cfg.Executor.Image, cfg.ContainerRuntimeExecutor)
+	if !strings.HasSuffix(cfg.Executor.Image, "-argo") {
+		t.Errorf("executor image %q, want the -argo image", cfg.Executor.Image)
+	}
+	// the user's executor choice stays: the quick-start names none (Argo's default, emissary)
+	if v, ok := cm.Data["containerRuntimeExecutor"]; ok {
+		t.Errorf("containerRuntimeExecutor %q set over Argo's default (emissary)", v)
 	}
 	if sc := cfg.Executor.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil {
 		t.Errorf("executor securityContext = %+v, want the restricted fields", sc)
