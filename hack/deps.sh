@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs, from Debian's apt, the tools the build and the unit tier need and a
 # fresh Debian machine may lack: make, git (whose `git http-backend` also serves
-# the git artifact tests), gcc with libc headers (go test -race needs cgo), and
-# dash and busybox (the shells Kill's commands are tested under). The cluster's own packages are installed by hack/cluster.sh.
+# the git artifact tests), gcc with libc headers (go test -race needs cgo),
+# dash and busybox (the shells Kill's commands are tested under), and nginx-light (the WebDAV server
+# the artifactory tests run). The cluster's own packages are installed by hack/cluster.sh.
 set -euo pipefail
 need=()
 command -v make >/dev/null || need+=(make)
@@ -11,6 +12,10 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)
 # The podexec unit tests run Kill's shell commands under dash and busybox sh.
 command -v dash >/dev/null || need+=(dash)
 command -v busybox >/dev/null || need+=(busybox-static)
+# The artifactory tests PUT and GET through nginx's WebDAV module (built into Debian's nginx-light)
+# with basic auth, on a random port of their own; the package's service is not started (in a
+# container, policy-rc.d denies it; elsewhere stop it if it is unwanted).
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]} (apt)" >&2
   apt-get update -qq

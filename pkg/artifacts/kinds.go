@@ -52,7 +52,28 @@ func Kinds() []Kind {
 		{Name: wf.KindHTTP, New: func(env Env) (Driver, error) { return NewHTTP(HTTPConfig{}, env.Log), nil }},
 		{Name: wf.KindRaw, New: func(Env) (Driver, error) { return raw{}, nil }},
 		{Name: wf.KindGit, New: func(env Env) (Driver, error) { return env.Git, nil }},
+		{Name: wf.KindArtifactory, Save: true, New: newArtifactoryKind},
+		{Name: wf.KindOSS, Save: true, New: newOSSKind},
 	}
+}
+
+// newArtifactoryKind is the artifactory store of env, with the secrets
+// env's credentials can read (SecretFiles); none under RepositoryOnly,
+// whose pods hold only the S3 repository's keys.
+func newArtifactoryKind(env Env) (Driver, error) {
+	if env.RepositoryOnly {
+		return nil, nil
+	}
+	secrets, _ := env.Credentials.(SecretReader)
+	return NewArtifactory(ArtifactoryConfig{Default: env.Default.Artifactory, Secrets: secrets}, env.Log), nil
+}
+
+// newOSSKind is the oss store of env; none under RepositoryOnly.
+func newOSSKind(env Env) (Driver, error) {
+	if env.RepositoryOnly {
+		return nil, nil
+	}
+	return NewOSS(OSSConfig{Default: env.Default.OSS, Credentials: env.Credentials}, env.Log), nil
 }
 
 // newS3Kind is the s3 store of env: the default bucket and keys, limited

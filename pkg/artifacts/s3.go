@@ -40,6 +40,12 @@ type S3Config struct {
 	// doubling, at most 1 s apart, with jitter). Zero means minio-go's
 	// default (10 attempts: about 6 s of an unreachable server).
 	Tries int
+	// SessionToken is sent with every request as the temporary
+	// credentials' session token (OSS's securityToken); empty means none.
+	SessionToken string
+	// CreateBucket makes Save create the bucket when it does not exist
+	// (OSS's createBucketIfNotPresent).
+	CreateBucket bool
 }
 
 // S3 is the driver for artifacts in S3-compatible buckets: any bucket an
@@ -58,6 +64,7 @@ type clientKey struct {
 	endpoint, region     string
 	insecure             bool
 	accessKey, secretKey string
+	sessionToken         string
 }
 
 // sha256MetaKey is the user-metadata key under which Save records the
@@ -117,7 +124,7 @@ func (s *S3) location(art wf.Artifact) (wf.S3Artifact, error) {
 
 // client returns the cached client for loc's endpoint and keys.
 func (s *S3) client(ctx context.Context, loc wf.S3Artifact) (*minio.Client, error) {
-	k := clientKey{endpoint: loc.Endpoint, region: loc.Region, insecure: loc.Insecure != nil && *loc.Insecure}
+	k := clientKey{endpoint: loc.Endpoint, region: loc.Region, insecure: loc.Insecure != nil && *loc.Insecure, sessionToken: s.cfg.SessionToken}
 	if s.cfg.Credentials != nil {
 		var err error
 		if k.accessKey, k.secretKey, err = s.cfg.Credentials.S3Keys(ctx, loc.S3Bucket); err != nil {
@@ -130,7 +137,7 @@ func (s *S3) client(ctx context.Context, loc wf.S3Artifact) (*minio.Client, erro
 		return c, nil
 	}
 	c, err := minio.New(k.endpoint, &minio.Options{
-		Creds:      credentials.NewStaticV4(k.accessKey, k.secretKey, ""),
+		Creds:      credentials.NewStaticV4(k.accessKey, k.secretKey, k.sessionToken),
 		Secure:     !k.insecure,
 		Region:     k.region,
 		MaxRetries: s.cfg.Tries,
@@ -162,12 +169,33 @@ func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Objec
 	if err != nil {
 		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
 	}
+	if s.cfg.CreateBucket {
+		if err := s.createBucket(ctx, c, loc); err != nil {
+			return Object{}, err
+		}
+	}
 	if st.IsDir() {
 		return s.saveDir(ctx, c, loc, localPath)
 	}
 	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "upload", st.Size())
 	defer prog.Done()
 	return putFile(ctx, c, loc, localPath, prog)
+}
+
+// createBucket makes loc's bucket unless it exists.
+func (s *S3) createBucket(ctx context.Context, c *minio.Client, loc wf.S3Artifact) error {
+	ok, err := c.BucketExists(ctx, loc.Bucket)
+	if err != nil {
+		return describe("check that the bucket exists for", loc, err)
+	}
+	if ok {
+		return nil
+	}
+	s.log.WithField("bucket", loc.Bucket).Info("creating the bucket, which does not exist (createBucketIfNotPresent)")
+	if err := c.MakeBucket(ctx, loc.Bucket, minio.MakeBucketOptions{Region: loc.Region}); err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
+		return describe("create the bucket for", loc, err)
+	}
+	return nil
 }
 
 // saveDir uploads every regular file under dir to loc.Key/RELATIVE/PATH,

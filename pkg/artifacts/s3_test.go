@@ -36,6 +36,8 @@ type fakeS3 struct {
 	denied   bool
 	// accessKeys are the access key IDs requests were signed with.
 	accessKeys []string
+	// tokens are the session tokens requests carried.
+	tokens []string
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +52,14 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id, _, _ := strings.Cut(cred, "/")
 		f.accessKeys = append(f.accessKeys, id)
 	}
+	if tok := r.Header.Get("X-Amz-Security-Token"); tok != "" {
+		f.tokens = append(f.tokens, tok)
+	}
 	key := strings.TrimPrefix(r.URL.Path, "/")
+	if r.Method == http.MethodGet && r.URL.Query().Has("location") {
+		io.WriteString(w, `<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/">us-east-1</LocationConstraint>`)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
 		f.list(w, strings.TrimSuffix(key, "/"), r.URL.Query().Get("prefix"))
 		return

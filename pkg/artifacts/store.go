@@ -1,6 +1,7 @@
 // Package artifacts moves artifacts between local files and where they are
 // stored. Each kind of store argoexec implements (S3-compatible buckets,
-// URLs for download, data inline in the template) is a Driver registered
+// URLs for download, data inline in the template, git repositories,
+// Artifactory URLs, OSS buckets through their S3-compatible API) is a Driver registered
 // once in Kinds; a Store picks the driver by the kind of the artifact's
 // location, refuses a kind it has no driver for before any transfer
 // (Store.Check), applies the caller's bucket policy, and unpacks tarballs on

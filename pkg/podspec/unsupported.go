@@ -91,7 +91,7 @@ func Fields() []Field {
 		{"http", Refused, "HTTP templates are run by Argo's agent; use a container running curl.", when(func(t *workflow.Template) bool { return t.HTTP != nil })},
 		{"plugin", Refused, "plugin templates are run by Argo's executor plugins.", when(func(t *workflow.Template) bool { return t.Plugin != nil })},
 		{"outputs.parameters[].valueFrom", Refused, "wait reads valueFrom.path (and valueFrom.default); jsonPath, jqFilter, event, parameter, supplied, configMapKeyRef and expression are resolved by Argo's controller or resource templates.", valueFromSources},
-		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under argoexec-step; use s3, http or raw.", artifactFields},
+		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under argoexec-step (git, artifactory and oss work under Argo's controller, which mounts the secrets they name; argoexec-step pods hold only the repository's S3 keys); use s3, http or raw.", artifactFields},
 	}
 }
 

@@ -2,7 +2,10 @@ package argo
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -53,4 +56,55 @@ func TestArchiveLocationLocator(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArchiveLocationLocatorOtherStores: outputs to an artifactory or oss
+// archiveLocation are located as Argo v3.3.8's argoexec locates them
+// (saveArtifactFromFile, then Relocate for the upload).
+func TestArchiveLocationLocatorOtherStores(t *testing.T) {
+	auth := wf.ArtifactoryAuth{UsernameSecret: sel("art", "user"), PasswordSecret: sel("art", "pass")}
+	rt := &wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://10.88.0.1:8081/generic/wf-1/wf-1-123", ArtifactoryAuth: auth}}
+	oss := &wf.ArtifactLocation{OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "http://oss:7070", Bucket: "b"}, Key: "wf-1/wf-1-123"}}
+	tests := []struct {
+		name                string
+		archive             *wf.ArtifactLocation
+		a                   wf.Artifact
+		wantUpload, wantRep wf.ArtifactLocation
+	}{
+		{name: "artifactory: URL/NAME.tgz, reported by path alone", archive: rt, a: wf.Artifact{Name: "out", Path: "/tmp/out"},
+			wantUpload: wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://10.88.0.1:8081/generic/wf-1/wf-1-123/out.tgz", ArtifactoryAuth: auth}},
+			wantRep:    wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "/generic/wf-1/wf-1-123/out.tgz"}}},
+		{name: "artifactory: archive none keeps the base name", archive: rt, a: wf.Artifact{Name: "out", Path: "/tmp/hello.txt", Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}},
+			wantUpload: wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://10.88.0.1:8081/generic/wf-1/wf-1-123/hello.txt", ArtifactoryAuth: auth}},
+			wantRep:    wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "/generic/wf-1/wf-1-123/hello.txt"}}},
+		{name: "artifactory: an artifact's own URL is kept", archive: rt, a: wf.Artifact{Name: "out", Artifactory: &wf.ArtifactoryArtifact{URL: "http://h/x/y.tgz"}},
+			wantUpload: wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://h/x/y.tgz"}},
+			wantRep:    wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://h/x/y.tgz"}}},
+		{name: "oss: KEY/NAME.tgz, reported by key alone", archive: oss, a: wf.Artifact{Name: "out", Path: "/tmp/out"},
+			wantUpload: wf.ArtifactLocation{OSS: &wf.OSSArtifact{OSSBucket: oss.OSS.OSSBucket, Key: "wf-1/wf-1-123/out.tgz"}},
+			wantRep:    wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "wf-1/wf-1-123/out.tgz"}}},
+		{name: "oss: an artifact's own key is kept", archive: oss, a: wf.Artifact{Name: "out", OSS: &wf.OSSArtifact{Key: "own"}},
+			wantUpload: wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "own"}}, wantRep: wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "own"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up, rep, err := ArchiveLocationLocator{Location: tt.archive}.Locate(tt.a, flow.KeyVars{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprintf("%+v %+v", up.Artifactory, up.OSS), fmt.Sprintf("%+v %+v", tt.wantUpload.Artifactory, tt.wantUpload.OSS); got != want {
+				t.Errorf("upload to %s, want %s", got, want)
+			}
+			if got, want := fmt.Sprintf("%+v %+v", rep.Artifactory, rep.OSS), fmt.Sprintf("%+v %+v", tt.wantRep.Artifactory, tt.wantRep.OSS); got != want {
+				t.Errorf("reported %s, want %s", got, want)
+			}
+			if up.S3 != nil || rep.S3 != nil {
+				t.Errorf("an s3 location was set: %+v %+v", up.S3, rep.S3)
+			}
+		})
+	}
+}
+
+func sel(name, key string) *corev1.SecretKeySelector {
+	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
 }
