@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -92,9 +93,9 @@ func startNginx(t *testing.T, user, pass string) string {
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	stderr := &lockedBuffer{}
 	cmd := exec.Command(bin, "-p", dir, "-c", conf)
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	// Its own process group, so that its workers are stopped with it; and
 	// Wait does not wait on a worker that would hold stderr open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -102,8 +103,11 @@ func startNginx(t *testing.T, user, pass string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once nginx has exited (waitErr is then its end), so
+	// that both the start-up loop and the clean-up can see it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // nginx's fast shutdown, of the group it leads
 		select {
@@ -122,14 +126,33 @@ func startNginx(t *testing.T, user, pass string) string {
 			return base
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("nginx exited: %v: %s", err, stderr.String())
+		case <-exited:
+			t.Fatalf("nginx exited: %v: %s", waitErr, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nginx did not answer on %s: %s", base, stderr.String())
 		}
 	}
+}
+
+// lockedBuffer is nginx's stderr, written by exec's copier while the test
+// may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestArtifactoryNginx: against a real WebDAV server (nginx with PUT and
