@@ -13,11 +13,14 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v dash >/dev/null || need+=(dash)
 command -v busybox >/dev/null || need+=(busybox-static)
 # The artifactory tests PUT and GET through nginx's WebDAV module (built into Debian's nginx-light)
-# with basic auth, on a random port of their own; the package's service is not started (in a
-# container, policy-rc.d denies it; elsewhere stop it if it is unwanted).
+# with basic auth, on a random port of their own: only the binary is needed, so the service the
+# package starts on port 80 (where systemd runs) is stopped and disabled below.
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]} (apt)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade "${need[@]}"
+  if [[ " ${need[*]} " == *" nginx-light "* ]] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
