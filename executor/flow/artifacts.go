@@ -76,8 +76,8 @@ func (we *WorkflowExecutor) checkArtifacts(inputs bool) error {
 
 // keyVars are what this pod's artifact keys are made of.
 func (we *WorkflowExecutor) keyVars() KeyVars {
-	return KeyVars{WorkflowName: we.cfg.WorkflowName, PodName: we.cfg.PodName,
-		PodNamespace: we.cfg.PodNamespace, TemplateName: we.cfg.Template.Name}
+	return KeyVars{WorkflowName: we.cfg.Step.Workflow, PodName: we.cfg.Step.Pod,
+		PodNamespace: we.cfg.Step.Namespace, TemplateName: we.cfg.Template.Name}
 }
 
 // artifactDriver is the flows' driver: the one cmd/ built for the
@@ -121,7 +121,7 @@ func (we *WorkflowExecutor) loadInputArtifacts(ctx context.Context) error {
 // (Argo's own S3 loads come out 0600, as minio-go creates its download
 // file, which a main running as another user than init cannot read.)
 func (we *WorkflowExecutor) loadArtifact(ctx context.Context, d ArtifactDriver, a wf.Artifact) error {
-	dest := filepath.Join(we.cfg.InputArtifacts, a.Name)
+	dest := filepath.Join(we.cfg.Paths.InputArtifacts, a.Name)
 	if we.cfg.Protocol.InputsOnVolumes {
 		if root, rel, ok := we.onVolume(a.Path); ok {
 			dest = filepath.Join(root, rel)
@@ -209,7 +209,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 	if we.store == nil {
 		return nil, fmt.Errorf("%s: %w", a.Name, ErrNoRepository)
 	}
-	dir, err := os.MkdirTemp(we.cfg.TempDir, "artifact-")
+	dir, err := os.MkdirTemp(we.cfg.Paths.TempDir, "artifact-")
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (we *WorkflowExecutor) saveArtifact(ctx context.Context, d ArtifactDriver, 
 // long one logs its progress, sampling the size of dest as it grows (there
 // is no hook in the ContainerRuntimeExecutor interface, and none is needed).
 func (we *WorkflowExecutor) archiveOutput(ctx context.Context, p, dest string, level int) error {
-	prog := artifacts.ProgressConfig{Every: we.cfg.ProgressEvery, Clock: we.cfg.Clock}.Start(we.log.WithField("path", p), "archiving output", 0)
+	prog := artifacts.ProgressConfig{Every: we.cfg.Timing.ProgressEvery, Clock: we.cfg.Clock}.Start(we.log.WithField("path", p), "archiving output", 0)
 	stop := prog.Poll(func() (int64, error) {
 		st, err := os.Stat(dest)
 		if err != nil {

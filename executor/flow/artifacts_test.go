@@ -39,8 +39,7 @@ func TestInitInputsOnVolumes(t *testing.T) {
 				{Name: "tmp", Path: "/tmp/tmp.txt", Raw: &wf.RawArtifact{Data: "tmp"}},
 			}
 			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{
-				Template: tmpl, Protocol: flow.Protocol{InputsOnVolumes: tt.onVolume},
-				MainCtrFS: filepath.Join(root, "mainctrfs"), InputArtifacts: filepath.Join(root, "inputs"), VarRunArgo: t.TempDir(),
+				Template: tmpl, Protocol: flow.Protocol{InputsOnVolumes: tt.onVolume}, Paths: flow.Paths{MainCtrFS: filepath.Join(root, "mainctrfs"), InputArtifacts: filepath.Join(root, "inputs"), VarRunArgo: t.TempDir()},
 			}, nil, nil, nil, testLog())
 			if err := we.Init(context.Background()); err != nil {
 				t.Fatal(err)
@@ -79,8 +78,7 @@ func TestArtifactsThroughDriver(t *testing.T) {
 	d := &driverStore{}
 	inputs := t.TempDir()
 	cfg := flow.WorkflowConfig{
-		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, WorkflowName: "wf", PodName: "pod", InputArtifacts: inputs, VarRunArgo: t.TempDir(),
-		MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"}),
+		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Step: flow.StepRef{Workflow: "wf", Pod: "pod"}, Paths: flow.Paths{InputArtifacts: inputs, VarRunArgo: t.TempDir(), MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"})},
 	}
 	if err := flow.NewWorkflowExecutor(cfg, nil, d, nil, testLog()).Init(context.Background()); err != nil {
 		t.Fatal(err)
@@ -110,7 +108,7 @@ func TestInitWithoutStore(t *testing.T) {
 		{Name: "s3", Path: "/in/s3", S3: &wf.S3Artifact{Key: "k"}},
 	}
 	inputs := t.TempDir()
-	err := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, InputArtifacts: inputs, VarRunArgo: t.TempDir()}, nil, nil, nil, testLog()).Init(context.Background())
+	err := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{InputArtifacts: inputs, VarRunArgo: t.TempDir()}}, nil, nil, nil, testLog()).Init(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `input artifact "s3": no S3 repository is configured`) {
 		t.Errorf("err = %v", err)
 	}
@@ -140,8 +138,7 @@ func TestArchiveNoneDirectory(t *testing.T) {
 	store := &memStore{}
 	rep := &recorder{}
 	cfg := flow.WorkflowConfig{
-		Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: tmpl, WorkflowName: "wf", PodName: "pod",
-		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}), TempDir: t.TempDir(),
+		Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: tmpl, Step: flow.StepRef{Workflow: "wf", Pod: "pod"}, Paths: flow.Paths{MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}), TempDir: t.TempDir()},
 	}
 	if err := flow.NewWorkflowExecutor(cfg, fake, storeOf(store), rep, testLog()).Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -161,7 +158,7 @@ func TestArchiveNoneDirectory(t *testing.T) {
 	down := scriptTemplate()
 	down.Inputs.Artifacts = []wf.Artifact{{Name: "in", Path: "/in", S3: &wf.S3Artifact{Key: "wf/pod/outdir"}}}
 	inputs := t.TempDir()
-	dcfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: down, InputArtifacts: inputs, VarRunArgo: t.TempDir()}
+	dcfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}}, Template: down, Paths: flow.Paths{InputArtifacts: inputs, VarRunArgo: t.TempDir()}}
 	if err := flow.NewWorkflowExecutor(dcfg, nil, storeOf(store), nil, testLog()).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +196,7 @@ func TestInitRefusesHDFS(t *testing.T) {
 			tmpl.Inputs.Artifacts = []wf.Artifact{{Name: "raw", Path: "/in/raw", Raw: &wf.RawArtifact{Data: "r"}}}
 			tt.edit(tmpl)
 			inputs := t.TempDir()
-			cfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: tt.loc}}, Template: tmpl,
-				InputArtifacts: inputs, VarRunArgo: t.TempDir()}
+			cfg := flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: tt.loc}}, Template: tmpl, Paths: flow.Paths{InputArtifacts: inputs, VarRunArgo: t.TempDir()}}
 			err := flow.NewWorkflowExecutor(cfg, nil, storeOf(&memStore{}), nil, testLog()).Init(context.Background())
 			for _, want := range tt.wantErr {
 				if err == nil || !strings.Contains(err.Error(), want) {

@@ -38,7 +38,7 @@ func (we *WorkflowExecutor) Init(ctx context.Context) error {
 // stageScript writes the script's source to the staging directory on the
 // shared emptyDir; the pod builder makes main run it.
 func (we *WorkflowExecutor) stageScript() error {
-	dest := we.cfg.ScriptPath
+	dest := we.cfg.Paths.ScriptPath
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (we *WorkflowExecutor) saveLogs(ctx context.Context) (*wf.Artifact, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", wf.MainLogsArtifactName, err)
 	}
-	dir, err := os.MkdirTemp(we.cfg.TempDir, "logs-")
+	dir, err := os.MkdirTemp(we.cfg.Paths.TempDir, "logs-")
 	if err != nil {
 		return nil, err
 	}

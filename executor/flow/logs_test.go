@@ -57,8 +57,7 @@ func TestWaitArchiveLogs(t *testing.T) {
 			rep := &recorder{}
 			cfg := flow.WorkflowConfig{
 				Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: tt.loc}, ArchiveLogs: tt.archive, IncludeScriptOutput: new(bool)},
-				Template: tmpl, WorkflowName: "wf", PodName: "pod", TempDir: t.TempDir(),
-				MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"}),
+				Template: tmpl, Step: flow.StepRef{Workflow: "wf", Pod: "pod"}, Paths: flow.Paths{TempDir: t.TempDir(), MainCtrFS: mainFS(t, map[string]string{"out.txt": "O"})},
 			}
 			err := flow.NewWorkflowExecutor(cfg, fake, storeOf(store), rep, testLog()).Wait(context.Background())
 			if tt.putErr == nil && tt.wantErr == "" && err != nil {

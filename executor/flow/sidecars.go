@@ -42,7 +42,7 @@ func (we *WorkflowExecutor) stopSidecars(ctx context.Context) error {
 	}
 	sort.Strings(sidecars)
 	we.log.WithField("sidecars", sidecars).Info("stopping sidecars (sidecarMode: legacy)")
-	err = we.runtime.Kill(ctx, sidecars, we.cfg.KillGrace)
+	err = we.runtime.Kill(ctx, sidecars, we.cfg.Timing.KillGrace)
 	if err == nil || !we.cfg.Protocol.SidecarSurvivorsWarn {
 		return err
 	}

@@ -105,7 +105,7 @@ func (we *WorkflowExecutor) Wait(ctx context.Context) error {
 // deadline, and on ctx's end when the protocol says the signal is a stop
 // request, it stops main first, within the window.
 func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) saveWindow {
-	window := saveWindow{total: we.cfg.SaveTimeout, reserve: we.cfg.ReportReserve}
+	window := saveWindow{total: we.cfg.Timing.SaveTimeout, reserve: we.cfg.Timing.ReportReserve}
 	waitStart := we.cfg.Clock.Now()
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	deadline, why := we.deadline()
@@ -131,9 +131,9 @@ func (we *WorkflowExecutor) waitMain(ctx context.Context, errs *stepErrors) save
 		errs.add("wait for main", err)
 		return window
 	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window.stopBound(we.cfg.StopTimeout))
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window.stopBound(we.cfg.Timing.StopTimeout))
 	defer cancel()
-	if kerr := we.runtime.Kill(stopCtx, we.cfg.Template.MainContainerNames(), we.cfg.KillGrace/2); kerr != nil {
+	if kerr := we.runtime.Kill(stopCtx, we.cfg.Template.MainContainerNames(), we.cfg.Timing.KillGrace/2); kerr != nil {
 		errs.add("stop main", kerr)
 	}
 	return window

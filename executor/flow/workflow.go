@@ -36,7 +36,7 @@ type Protocol struct {
 	// controller mounts no input-artifacts subPath over a user volume.
 	InputsOnVolumes bool
 	// StageScript says that init writes a script template's source to
-	// WorkflowConfig.ScriptPath for main (Argo's controller runs main on
+	// WorkflowConfig.Paths.ScriptPath for main (Argo's controller runs main on
 	// /argo/staging/script); our pod builder projects the source into main
 	// from a pod annotation instead, and gives a script without input
 	// artifacts no init container.
@@ -71,18 +71,44 @@ type Protocol struct {
 	Deadline time.Time
 }
 
-// WorkflowConfig is what the init and wait flows need besides a backend.
+// WorkflowConfig is what the init and wait flows need besides a backend:
+// the controller's decisions, the step, and three groups the flows read
+// apart (names for artifact keys, paths in the pod, time budgets).
 type WorkflowConfig struct {
 	// Protocol is what the controller that built the pod decides.
 	Protocol Protocol
 	// Template is the step being run, as the pod builder passed it.
 	Template *wf.Template
-	// PodName, PodNamespace and WorkflowName fill artifact keys.
-	PodName, PodNamespace, WorkflowName string
+	// Step names the pod and workflow; they fill artifact keys.
+	Step StepRef
 	// SidecarMode is native or legacy: in legacy mode wait stops sidecars.
 	SidecarMode string
+	// Paths are where the flows find and put things in the pod.
+	Paths Paths
+	// Timing holds the flows' time budgets.
+	Timing Timing
+	// MaxResultBytes caps a script's result (its tail is kept); zero means
+	// workflow.MaxFileBytes.
+	MaxResultBytes int
+	// Clock tells the time the save window and the deadline are measured
+	// from; nil means the real clock. (Context deadlines still expire on
+	// the real one.)
+	Clock clock.WithTicker
+}
+
+// StepRef names the step's pod and workflow, for artifact keys.
+type StepRef struct {
+	// Pod and Namespace are the pod's name and namespace.
+	Pod, Namespace string
+	// Workflow is the workflow's name.
+	Workflow string
+}
+
+// Paths are where the init and wait flows find and put things; each has a
+// default, so tests set only what they point at a temporary directory.
+type Paths struct {
 	// MainCtrFS is where main's volume mounts are mirrored in wait
-	// (workflow.MainCtrFSPath); tests point it at a temporary directory.
+	// (workflow.MainCtrFSPath).
 	MainCtrFS string
 	// VarRunArgo is the shared emptyDir (workflow.VarRunArgoPath).
 	VarRunArgo string
@@ -95,31 +121,65 @@ type WorkflowConfig struct {
 	// TempDir holds artifacts on their way to the repository; empty means
 	// os.TempDir().
 	TempDir string
-	// MaxResultBytes caps a script's result (its tail is kept); zero means
-	// workflow.MaxFileBytes.
-	MaxResultBytes int
+}
+
+// withDefaults fills the paths left empty.
+func (p Paths) withDefaults() Paths {
+	if p.MainCtrFS == "" {
+		p.MainCtrFS = wf.MainCtrFSPath
+	}
+	if p.VarRunArgo == "" {
+		p.VarRunArgo = wf.VarRunArgoPath
+	}
+	if p.ScriptPath == "" {
+		p.ScriptPath = filepath.Join(p.VarRunArgo, "staging", "script")
+	}
+	if p.InputArtifacts == "" {
+		p.InputArtifacts = wf.InputArtifactsPath
+	}
+	return p
+}
+
+// Timing holds how long wait gives each part of stopping and saving; zero
+// fields take the defaults below, sized for the pod's default 30 s
+// termination grace.
+type Timing struct {
 	// KillGrace is how long stopped containers get between SIGTERM and
 	// SIGKILL; zero means 10 s.
 	KillGrace time.Duration
+	// StopTimeout bounds stopping main after the template's deadline (Kill
+	// with half of KillGrace, and the status reads around it), within
+	// SaveTimeout; zero means KillGrace.
+	StopTimeout time.Duration
 	// SaveTimeout bounds stopping main, collecting and reporting outputs
 	// after wait was interrupted (SIGTERM, deadline), and the report alone
 	// otherwise; zero means 20 s, inside the pod's default 30 s termination
 	// grace.
 	SaveTimeout time.Duration
 	// ReportReserve is the end of SaveTimeout kept for the report: collecting
-	// stops when only this much is left. Zero means 5 s.
+	// stops when only this much is left. Zero means 5 s (a quarter of a
+	// shorter SaveTimeout).
 	ReportReserve time.Duration
 	// ProgressEvery is how often a long output archive logs its size and
 	// rate; zero means artifacts.DefaultProgressEvery.
 	ProgressEvery time.Duration
-	// Clock tells the time the save window and the deadline are measured
-	// from; nil means the real clock. (Context deadlines still expire on
-	// the real one.)
-	Clock clock.WithTicker
-	// StopTimeout bounds stopping main after the template's deadline (Kill
-	// with half of KillGrace, and the status reads around it), within
-	// SaveTimeout; zero means KillGrace.
-	StopTimeout time.Duration
+}
+
+// withDefaults fills the budgets left zero.
+func (t Timing) withDefaults() Timing {
+	if t.KillGrace == 0 {
+		t.KillGrace = 10 * time.Second
+	}
+	if t.SaveTimeout == 0 {
+		t.SaveTimeout = 20 * time.Second
+	}
+	if t.ReportReserve == 0 {
+		t.ReportReserve = min(5*time.Second, t.SaveTimeout/4)
+	}
+	if t.StopTimeout == 0 {
+		t.StopTimeout = t.KillGrace
+	}
+	return t
 }
 
 // WorkflowExecutor runs the init and wait flows over a ContainerRuntimeExecutor.
@@ -138,33 +198,11 @@ func NewWorkflowExecutor(cfg WorkflowConfig, runtime executor.ContainerRuntimeEx
 	if cfg.MaxResultBytes == 0 {
 		cfg.MaxResultBytes = wf.MaxFileBytes
 	}
-	if cfg.KillGrace == 0 {
-		cfg.KillGrace = 10 * time.Second
-	}
-	if cfg.SaveTimeout == 0 {
-		cfg.SaveTimeout = 20 * time.Second
-	}
-	if cfg.ReportReserve == 0 {
-		cfg.ReportReserve = min(5*time.Second, cfg.SaveTimeout/4)
-	}
-	if cfg.StopTimeout == 0 {
-		cfg.StopTimeout = cfg.KillGrace
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	if cfg.MainCtrFS == "" {
-		cfg.MainCtrFS = wf.MainCtrFSPath
-	}
-	if cfg.VarRunArgo == "" {
-		cfg.VarRunArgo = wf.VarRunArgoPath
-	}
-	if cfg.ScriptPath == "" {
-		cfg.ScriptPath = filepath.Join(cfg.VarRunArgo, "staging", "script")
-	}
-	if cfg.InputArtifacts == "" {
-		cfg.InputArtifacts = wf.InputArtifactsPath
-	}
+	cfg.Paths = cfg.Paths.withDefaults()
+	cfg.Timing = cfg.Timing.withDefaults()
 	return &WorkflowExecutor{cfg: cfg, runtime: runtime, store: store, reporter: reporter, log: log}
 }
 
@@ -209,7 +247,7 @@ func (we *WorkflowExecutor) onVolume(p string) (root, rel string, ok bool) {
 	}
 	// The mirror of mount m is MainCtrFS+m; the archive root must be the
 	// mount itself so links cannot leave the volume.
-	mirror := path.Join(we.cfg.MainCtrFS, best)
+	mirror := path.Join(we.cfg.Paths.MainCtrFS, best)
 	rel = strings.TrimPrefix(strings.TrimPrefix(p, best), "/")
 	if rel == "" {
 		// The output is the mount itself (say, a subPath file mount).

@@ -185,7 +185,7 @@ func TestWaitCollectsAndReports(t *testing.T) {
 		},
 	}
 	rep := &recorder{}
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"out.txt": "42\n"})}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{MainCtrFS: mainFS(t, map[string]string{"out.txt": "42\n"})}}, fake, nil, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestWaitMissingParameterFailsButReports(t *testing.T) {
 		},
 	}
 	rep := &recorder{}
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, map[string]string{"ok.txt": "ok"})}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{MainCtrFS: mainFS(t, map[string]string{"ok.txt": "ok"})}}, fake, nil, rep, testLog())
 	err := we.Wait(context.Background())
 	for _, want := range []string{
 		`collect output parameters: output parameter "needed": /work/missing.txt does not exist in container main and the parameter has no default`,
@@ -489,8 +489,7 @@ func TestWaitArtifacts(t *testing.T) {
 	store := &memStore{}
 	rep := &recorder{}
 	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{
-		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, WorkflowName: "wf", PodName: "pod",
-		MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"}),
+		Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Step: flow.StepRef{Workflow: "wf", Pod: "pod"}, Paths: flow.Paths{MainCtrFS: mainFS(t, map[string]string{"outdir/a.txt": "A", "outdir/sub/b.txt": "B"})},
 	}, fake, storeOf(store), rep, testLog())
 	err := we.Wait(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `output artifact "required" (/work/nothing)`) || strings.Contains(err.Error(), `"maybe"`) {
@@ -584,7 +583,7 @@ func TestWaitContainerSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &recorder{}
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy, MainCtrFS: ctrfs}, fake, nil, rep, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SidecarMode: wf.SidecarModeLegacy, Paths: flow.Paths{MainCtrFS: ctrfs}}, fake, nil, rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -762,7 +761,7 @@ func TestWaitSavingIsBounded(t *testing.T) {
 			}
 			var reportCtxErr error
 			rep := &ctxRecorder{check: func(ctx context.Context) { reportCtxErr = ctx.Err() }}
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: dir, SaveTimeout: save, ReportReserve: reserve}, fake, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{MainCtrFS: dir}, Timing: flow.Timing{SaveTimeout: save, ReportReserve: reserve}}, fake, nil, rep, testLog())
 			start := time.Now()
 			err := we.Wait(ctx)
 			took := time.Since(start)
@@ -864,7 +863,7 @@ func TestInit(t *testing.T) {
 		{Name: "elsewhere", Path: "/in/e", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Bucket: "other"}, Key: "k"}},
 	}
 	varRun, inputs := t.TempDir(), t.TempDir()
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: true, Artifacts: repo()}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: true, Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{VarRunArgo: varRun, InputArtifacts: inputs}}, nil, storeOf(store), nil, testLog())
 	err := we.Init(context.Background())
 	for _, want := range []string{`input artifact "broken": http: GET ` + srv.URL + `/broken: 502 Bad Gateway: backend down`, `input artifact "hostile"`, "unsafe archive entry", `input artifact "elsewhere": s3://other/k`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -903,7 +902,7 @@ func TestInitStagesScriptOnlyWhenTheProtocolSays(t *testing.T) {
 		t.Run(fmt.Sprintf("StageScript=%v", stage), func(t *testing.T) {
 			tmpl := scriptTemplate()
 			varRun := t.TempDir()
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: stage}, Template: tmpl, VarRunArgo: varRun, InputArtifacts: t.TempDir()}, nil, nil, nil, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{StageScript: stage}, Template: tmpl, Paths: flow.Paths{VarRunArgo: varRun, InputArtifacts: t.TempDir()}}, nil, nil, nil, testLog())
 			if err := we.Init(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -969,7 +968,7 @@ func TestArchiveProgress(t *testing.T) {
 					return err
 				},
 			}
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, ProgressEvery: tt.every, Clock: clk},
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Clock: clk, Timing: flow.Timing{ProgressEvery: tt.every}},
 				fake, storeOf(&memStore{}), &recorder{}, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
@@ -1011,7 +1010,7 @@ func TestWaitReportAfterLongCollection(t *testing.T) {
 	var deadline time.Time
 	rep := &ctxRecorder{check: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
 	save := 20 * time.Second
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, SaveTimeout: save, Clock: clk},
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Clock: clk, Timing: flow.Timing{SaveTimeout: save}},
 		fake, storeOf(&memStore{}), rep, testLog())
 	if err := we.Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -1043,7 +1042,7 @@ func TestWaitParameters(t *testing.T) {
 			tmpl := &wf.Template{Container: &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/work"}}},
 				Outputs: wf.Outputs{Parameters: []wf.Parameter{tt.param}}}
 			rep := &recorder{}
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, MainCtrFS: mainFS(t, tt.files)}, &executortest.Fake{}, nil, rep, testLog())
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{MainCtrFS: mainFS(t, tt.files)}}, &executortest.Fake{}, nil, rep, testLog())
 			err := we.Wait(context.Background())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -1095,7 +1094,7 @@ func TestInitArtifactModes(t *testing.T) {
 		{Name: "dir", Path: "/in/dir", Mode: &m0700, RecurseMode: true, S3: &wf.S3Artifact{Key: "dir.tgz"}},
 	}
 	inputs := t.TempDir()
-	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, VarRunArgo: t.TempDir(), InputArtifacts: inputs}, nil, storeOf(store), nil, testLog())
+	we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Protocol: flow.Protocol{Artifacts: repo()}, Template: tmpl, Paths: flow.Paths{VarRunArgo: t.TempDir(), InputArtifacts: inputs}}, nil, storeOf(store), nil, testLog())
 	if err := we.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}

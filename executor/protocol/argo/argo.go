@@ -148,12 +148,12 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 			SignalStopsMain: true, SidecarSurvivorsWarn: true, Deadline: p.Deadline,
 			ArchiveLogs: tmpl.SaveLogsAsArtifact(),
 		},
-		Template: tmpl, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
+		Template: tmpl,
+		Step:     flow.StepRef{Pod: req.Pod.Name, Namespace: req.Pod.Namespace, Workflow: req.WorkflowName},
 		// Argo's controller injects user sidecars as plain containers: wait stops them.
-		SidecarMode:    wf.SidecarModeLegacy,
-		KillGrace:      req.KillGrace,
-		ScriptPath:     wf.ArgoStagingScript,
-		InputArtifacts: wf.ArgoInputArtifactsPath,
+		SidecarMode: wf.SidecarModeLegacy,
+		Timing:      flow.Timing{KillGrace: req.KillGrace},
+		Paths:       flow.Paths{ScriptPath: wf.ArgoStagingScript, InputArtifacts: wf.ArgoInputArtifactsPath},
 	}}
 	// Argo's pods give init and wait no scratch space of their own; the
 	// shared emptyDir is writable by every container.
@@ -161,9 +161,9 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	if root == "" {
 		root = wf.VarRunArgoPath
 	}
-	parts.Config.TempDir = filepath.Join(root, "argoexec-"+req.Command)
-	if err := os.MkdirAll(parts.Config.TempDir, 0o700); err != nil {
-		return parts, fmt.Errorf("create scratch directory %s on the %s emptyDir: %w", parts.Config.TempDir, wf.VarRunArgoVolume, err)
+	parts.Config.Paths.TempDir = filepath.Join(root, "argoexec-"+req.Command)
+	if err := os.MkdirAll(parts.Config.Paths.TempDir, 0o700); err != nil {
+		return parts, fmt.Errorf("create scratch directory %s on the %s emptyDir: %w", parts.Config.Paths.TempDir, wf.VarRunArgoVolume, err)
 	}
 	locator, store, err := p.artifacts(tmpl, req.Log)
 	if err != nil {

@@ -85,8 +85,10 @@ func (p *Protocol) Template(path string) (*wf.Template, error) {
 // Flow implements protocol.Protocol.
 func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	parts := protocol.FlowParts{Config: flow.WorkflowConfig{
-		Template: req.Template, PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, WorkflowName: req.WorkflowName,
-		SidecarMode: p.SidecarMode, KillGrace: req.KillGrace,
+		Template:    req.Template,
+		Step:        flow.StepRef{Pod: req.Pod.Name, Namespace: req.Pod.Namespace, Workflow: req.WorkflowName},
+		SidecarMode: p.SidecarMode,
+		Timing:      flow.Timing{KillGrace: req.KillGrace},
 	}}
 	repo, err := p.repository()
 	if err != nil {
