@@ -2,14 +2,12 @@ package docker
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/moby/moby/client"
 
@@ -18,9 +16,6 @@ import (
 
 // maxSymlinkHops bounds how many symbolic links GetFileContents follows.
 const maxSymlinkHops = 8
-
-// writeBufferSize is the buffer between the gzip writer and the file.
-const writeBufferSize = 256 * 1024
 
 // GetFileContents implements executor.ContainerRuntimeExecutor. It reads
 // through the archive API, so it works on stopped containers and on files
@@ -93,7 +88,7 @@ func firstRegular(r io.Reader) (string, error) {
 
 // CopyFile implements executor.ContainerRuntimeExecutor. The archive API
 // sends srcPath as a tar rooted at its base name; it is streamed through
-// archive.Repack (which refuses entries escaping the root) into destPath,
+// archive.RepackFile (which refuses entries escaping the root) into destPath,
 // written under a temporary name and renamed once complete. It works on
 // stopped containers and on paths the image's layers hold.
 func (e *Executor) CopyFile(ctx context.Context, containerName, srcPath, destPath string, compressionLevel int) error {
@@ -103,7 +98,7 @@ func (e *Executor) CopyFile(ctx context.Context, containerName, srcPath, destPat
 	return nil
 }
 
-func (e *Executor) copyFile(ctx context.Context, containerName, srcPath, destPath string, level int) (err error) {
+func (e *Executor) copyFile(ctx context.Context, containerName, srcPath, destPath string, level int) error {
 	c, err := e.lookup(ctx, containerName)
 	if err != nil {
 		return err
@@ -114,27 +109,7 @@ func (e *Executor) copyFile(ctx context.Context, containerName, srcPath, destPat
 	}
 	defer res.Content.Close()
 
-	tmp, err := os.CreateTemp(filepath.Dir(destPath), "."+filepath.Base(destPath)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, writeBufferSize)
-	if err := archive.Repack(ctx, res.Content, bw, level); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	return os.Rename(tmp.Name(), destPath)
+	return archive.RepackFile(ctx, res.Content, destPath, level)
 }
 
 // archiveError describes a failed archive API call. The container was just

@@ -607,6 +607,8 @@ func (b *bench) copySeries(backend, peer string, mib int) *copySeries {
 // copy measures CopyFile (compression off) of each COPY_MIB size out of a running container
 // through k8sapi and kubelet against `kubectl cp`, and out of a stopped container on dockerd
 // against `docker cp`, REPS times, each repetition running every backend and size in turn.
+// Every timed copy starts settled (its earlier output removed, dirty pages synced); on dockerd,
+// CopyFile and `docker cp` take turns at going first.
 func (b *bench) copy(t *testing.T) {
 	f := framework.New(t)
 	token := kubeletToken(t, f, "argoexec-kubelet", kubeletRules(t))
@@ -637,7 +639,7 @@ func (b *bench) copy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	for range b.cfg.reps {
+	for rep := range b.cfg.reps {
 		for _, tg := range targets {
 			for _, be := range []struct {
 				name string
@@ -650,21 +652,34 @@ func (b *bench) copy(t *testing.T) {
 				s.theirsAPI, s.theirsKubelet = append(s.theirsAPI, r.theirsAPI...), append(s.theirsKubelet, r.theirsKubelet...)
 			}
 			s := b.copySeries("docker", "docker cp", tg.mib)
-			m, d0, start := startCPU(), daemonCPU("dockerd"), time.Now()
-			if err := tg.dockerExec.CopyFile(ctx, "main", "/tmp/big.bin", filepath.Join(dir, "docker.tgz"), gzip.NoCompression); err != nil {
-				t.Fatalf("docker CopyFile: %v", err)
+			ours := func() {
+				settle(filepath.Join(dir, "docker.tgz"))
+				m, d0, start := startCPU(), daemonCPU("dockerd"), time.Now()
+				if err := tg.dockerExec.CopyFile(ctx, "main", "/tmp/big.bin", filepath.Join(dir, "docker.tgz"), gzip.NoCompression); err != nil {
+					t.Fatalf("docker CopyFile: %v", err)
+				}
+				s.ours = append(s.ours, time.Since(start))
+				a, k := m.since()
+				s.oursAPI, s.oursKubelet, s.oursDocker = append(s.oursAPI, a), append(s.oursKubelet, k), append(s.oursDocker, daemonCPU("dockerd")-d0)
 			}
-			s.ours = append(s.ours, time.Since(start))
-			a, k := m.since()
-			s.oursAPI, s.oursKubelet, s.oursDocker = append(s.oursAPI, a), append(s.oursKubelet, k), append(s.oursDocker, daemonCPU("dockerd")-d0)
-			m, d0, start = startCPU(), daemonCPU("dockerd"), time.Now()
-			cmd := exec.CommandContext(ctx, dockerCLI, "-H", "unix://"+tg.dockerPod.d.Sock, "cp", tg.dockerPod.ids["main"]+":/tmp/big.bin", filepath.Join(dir, "docker-cp.bin"))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("docker cp: %v\n%s", err, out)
+			theirs := func() {
+				settle(filepath.Join(dir, "docker-cp.bin"))
+				m, d0, start := startCPU(), daemonCPU("dockerd"), time.Now()
+				cmd := exec.CommandContext(ctx, dockerCLI, "-H", "unix://"+tg.dockerPod.d.Sock, "cp", tg.dockerPod.ids["main"]+":/tmp/big.bin", filepath.Join(dir, "docker-cp.bin"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("docker cp: %v\n%s", err, out)
+				}
+				s.theirs = append(s.theirs, time.Since(start))
+				a, k := m.since()
+				s.theirsAPI, s.theirsKubelet, s.theirsDockr = append(s.theirsAPI, a), append(s.theirsKubelet, k), append(s.theirsDockr, daemonCPU("dockerd")-d0)
 			}
-			s.theirs = append(s.theirs, time.Since(start))
-			a, k = m.since()
-			s.theirsAPI, s.theirsKubelet, s.theirsDockr = append(s.theirsAPI, a), append(s.theirsKubelet, k), append(s.theirsDockr, daemonCPU("dockerd")-d0)
+			if rep%2 == 0 { // each side goes first in half the repetitions
+				ours()
+				theirs()
+			} else {
+				theirs()
+				ours()
+			}
 			if st, err := os.Stat(filepath.Join(dir, "docker-cp.bin")); err != nil || st.Size() != tg.size {
 				t.Fatalf("docker cp wrote %v, %v", st, err)
 			}

@@ -380,6 +380,7 @@ func TestDockerCopyThroughput(t *testing.T) {
 	dockerCLI := dockerCLIPath(t)
 	var backend, raw, rawFile, cli []time.Duration
 	for range runs { // interleaved, so load on the machine hits all four alike
+		settle(filepath.Join(dir, "docker-cp.bin"))
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, dockerCLI, "-H", "unix://"+p.d.Sock, "cp", p.ids["main"]+":/tmp/big.bin", filepath.Join(dir, "docker-cp.bin"))
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -391,11 +392,13 @@ func TestDockerCopyThroughput(t *testing.T) {
 			t.Fatalf("raw archive stream: %d bytes, %v", n, err)
 		}
 		raw = append(raw, time.Since(start))
+		settle(filepath.Join(dir, "big.tar"))
 		start = time.Now()
 		if n, err := rawArchiveToFile(ctx, p.d, p.ids["main"], "/tmp/big.bin", filepath.Join(dir, "big.tar")); err != nil || n < size {
 			t.Fatalf("raw archive stream to a file: %d bytes, %v", n, err)
 		}
 		rawFile = append(rawFile, time.Since(start))
+		settle(dest)
 		start = time.Now()
 		if err := x.CopyFile(ctx, "main", "/tmp/big.bin", dest, gzip.NoCompression); err != nil {
 			t.Fatalf("CopyFile: %v", err)

@@ -2,7 +2,6 @@ package podexec
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -114,9 +113,10 @@ const drainLimit = 1 << 20
 // CopyFile copies srcPath (a file or a directory) out of container into
 // destPath, a local gzip-compressed tar at compressionLevel, with entries
 // rooted at the base name of srcPath. It runs `tar -C dir -cf - base` in the
-// container and streams its output through an io.Pipe into archive.Repack,
-// which checks every entry (names, link targets) and compresses it: memory use
-// does not depend on the size of the copy. On any error destPath is removed.
+// container and streams its output through an io.Pipe into archive.RepackFile,
+// which checks every entry (names, link targets), compresses it and renames
+// the finished file to destPath: memory use does not depend on the size of the
+// copy. On any error destPath is removed.
 //
 // Errors name the pod, container and path and carry the tail of the remote
 // tar's stderr (a missing path, a path that is not readable); an exec that
@@ -131,13 +131,6 @@ func (c *Engine) CopyFile(ctx context.Context, container, srcPath, destPath stri
 
 func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath string, level int) error {
 	dir, base := splitPath(srcPath)
-	f, err := os.Create(destPath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	bw := bufio.NewWriterSize(f, 256*1024)
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -150,7 +143,7 @@ func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath stri
 	}()
 
 	in := &countingReader{r: pr}
-	repackErr := archive.Repack(ctx, in, bw, level)
+	repackErr := archive.RepackFile(ctx, in, destPath, level)
 	if repackErr == nil {
 		// tar.Reader stops at the end-of-archive marker; let the remote tar
 		// finish writing its padding so it can exit.
@@ -178,10 +171,7 @@ func (c *Engine) copyFile(ctx context.Context, container, srcPath, destPath stri
 	case repackErr != nil:
 		return repackErr
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // countingReader counts the bytes read through it.
