@@ -113,21 +113,8 @@ func (d *Executor) listArtifactPaths(ctx context.Context, art wf.Artifact) ([]st
 
 // artifactKind names the location kind an artifact has, for messages.
 func artifactKind(a wf.Artifact) string {
-	switch {
-	case a.Git != nil:
-		return "git"
-	case a.HTTP != nil:
-		return "http"
-	case a.Artifactory != nil:
-		return "artifactory"
-	case a.HDFS != nil:
-		return "hdfs"
-	case a.Raw != nil:
-		return "raw"
-	case a.OSS != nil:
-		return "oss"
-	case a.GCS != nil:
-		return "gcs"
+	if k := a.Location().Kind(); k != "" {
+		return k
 	}
 	return "location-less"
 }

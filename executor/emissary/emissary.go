@@ -30,6 +30,7 @@ import (
 	"github.com/argoexec/argoexec/executor"
 	"github.com/argoexec/argoexec/executor/emissary/wrapper"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/archive"
 )
 
 // Defaults of Config.
@@ -131,26 +132,15 @@ func (e *Executor) CopyFile(ctx context.Context, containerName, srcPath, destPat
 	if err != nil {
 		return fmt.Errorf("emissary: container %q: copy %s: %w", containerName, srcPath, err)
 	}
-	if _, err := io.Copy(out, ctxReader{ctx, in}); err != nil {
+	if _, err := io.Copy(out, archive.ContextReader(ctx, in)); err != nil {
 		out.Close()
+		_ = os.Remove(destPath) // half an archive is no output
 		return fmt.Errorf("emissary: container %q: copy %s to %s: %w", containerName, p, destPath, err)
 	}
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("emissary: container %q: copy %s to %s: %w", containerName, p, destPath, err)
 	}
 	return nil
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // GetOutputStream implements executor.ContainerRuntimeExecutor: stdout

@@ -60,18 +60,41 @@ func (we *WorkflowExecutor) checkArtifacts(inputs bool) error {
 		// here saves to (Argo's archiveLocation in hdfs, say) is refused
 		// now, not once main has done its work. A missing repository is
 		// left to wait, which names every artifact that needed it.
-		if l := we.cfg.Protocol.Artifacts; l != nil {
-			if _, _, err := l.Locate(a, we.keyVars()); errors.Is(err, artifacts.ErrNotSupported) {
-				errs = append(errs, fmt.Errorf("output artifact %q: %w", a.Name, err))
-			}
+		if err := we.checkLocated(c, a); err != nil {
+			errs = append(errs, fmt.Errorf("output %w", err))
 		}
 	}
-	if l := we.cfg.Protocol.Artifacts; l != nil && we.cfg.Protocol.ArchiveLogs {
-		if _, _, err := l.Locate(logArtifact(), we.keyVars()); errors.Is(err, artifacts.ErrNotSupported) {
-			errs = append(errs, fmt.Errorf("main's log (archiveLogs, artifact %q): %w", wf.MainLogsArtifactName, err))
+	if we.cfg.Protocol.ArchiveLogs {
+		if err := we.checkLocated(c, logArtifact()); err != nil {
+			errs = append(errs, fmt.Errorf("main's log (archiveLogs): %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkLocated checks the output a where the protocol's locator puts it;
+// nil with no locator or no repository (wait names those). Its errors
+// start with the artifact's name.
+func (we *WorkflowExecutor) checkLocated(c ArtifactChecker, a wf.Artifact) error {
+	l := we.cfg.Protocol.Artifacts
+	if l == nil {
+		return nil
+	}
+	upload, _, err := l.Locate(a, we.keyVars())
+	switch {
+	case errors.Is(err, artifacts.ErrNotSupported):
+		return fmt.Errorf("artifact %q: %w", a.Name, err)
+	case err != nil:
+		return nil
+	}
+	kind := upload.Location().Kind()
+	if kind == a.Location().Kind() {
+		return nil // not moved: checked as it is
+	}
+	if err := c.Check(upload, true); err != nil {
+		return fmt.Errorf("%w (the controller's repository for it is %s)", err, kind)
+	}
+	return nil
 }
 
 // keyVars are what this pod's artifact keys are made of.

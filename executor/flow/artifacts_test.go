@@ -188,7 +188,7 @@ func TestInitRefusesHDFS(t *testing.T) {
 		}, wantErr: []string{`output artifact "o": not supported: argoexec has no hdfs store`, "Argo's own argoexec image"}},
 		{name: "output to an hdfs archive location", loc: hdfsLoc, edit: func(tmpl *wf.Template) {
 			tmpl.Outputs.Artifacts = []wf.Artifact{{Name: "o", Path: "/work/o"}}
-		}, wantErr: []string{`output artifact "o": the template's archiveLocation is hdfs: not supported`, "set artifactRepository.s3"}},
+		}, wantErr: []string{`output artifact "o": not supported: argoexec has no hdfs store`, "(the controller's repository for it is hdfs)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

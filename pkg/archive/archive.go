@@ -254,6 +254,11 @@ func IsGzip(head []byte) bool {
 	return len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
 }
 
+// ContextReader returns a reader of r whose reads end with ctx.Err() once
+// ctx is done: a long copy from a reader that cannot take a context (a
+// file, a socket's body) stops at the next read.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx: ctx, r: r} }
+
 // ctxReader ends reads with ctx.Err() once ctx is done.
 type ctxReader struct {
 	ctx context.Context

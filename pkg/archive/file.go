@@ -13,8 +13,8 @@ import (
 // writes to disk; writeBehindDepth buffers exist, so a copy holds
 // writeBehindChunk*writeBehindDepth bytes at most, whatever its size.
 const (
-	writeBehindChunk = 256 << 10
-	writeBehindDepth = 4
+	writeBehindChunk = 128 << 10
+	writeBehindDepth = 3
 )
 
 // RepackFile is Repack into a file: the gzip-compressed tar goes to a
@@ -22,10 +22,10 @@ const (
 // complete and closed, so destPath never holds half an archive. On an error
 // the temporary file is removed and destPath is left as it was.
 //
-// The file is written by a goroutine of its own (write-behind, through a few
-// fixed buffers), so reading the stream (a socket, an exec session) overlaps
-// writing the disk instead of waiting on it: on a 256 MiB copy out of dockerd
-// that is most of the difference between CopyFile and `docker cp`.
+// The file is written by a goroutine of its own (write-behind, through
+// writeBehindDepth fixed buffers), so reading the stream (a socket, an exec
+// session) can go on while the disk is written instead of waiting on it;
+// memory stays flat in the size of the copy.
 func RepackFile(ctx context.Context, r io.Reader, destPath string, level int) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(destPath), "."+filepath.Base(destPath)+".*")
 	if err != nil {

@@ -111,3 +111,31 @@ func (o *LogOptions) Logger(w io.Writer) (*logrus.Logger, error) {
 	}
 	return l, nil
 }
+
+// AddVersion gives root a `version` command and a --version flag, both
+// printing "NAME LINE" to out (LINE: version, commit and Go version). It
+// leaves cobra's Version field unset on purpose: cobra prints that through
+// a text/template, and a binary that can run a template keeps every
+// exported method of every type it links (the linker can no longer drop
+// them): argoexec was 6.5 MB larger with it, and wait touched 4 MiB more
+// of its file-backed memory.
+func AddVersion(root *cobra.Command, out io.Writer, line string) {
+	show := false
+	root.Flags().BoolVar(&show, "version", false, "print the version, commit and Go version of this build (as the version command)")
+	print := func() error {
+		_, err := fmt.Fprintln(out, root.Name(), line)
+		return RunE(err)
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if show {
+			return print()
+		}
+		return cmd.Help()
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version of this build",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return print() },
+	})
+}

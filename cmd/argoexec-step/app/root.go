@@ -152,24 +152,11 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "argoexec-step",
 		Short:         "Render and run the pod of one workflow step with the argoexec executor",
-		Version:       version.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	g.AddFlags(root.PersistentFlags())
-	root.AddCommand(newRenderCmd(ctx, g, stdio, r.render), newRunCmd(ctx, g, stdio, r.run), newVersionCmd(stdio))
+	root.AddCommand(newRenderCmd(ctx, g, stdio, r.render), newRunCmd(ctx, g, stdio, r.run))
+	cli.AddVersion(root, stdio.Out, version.Get().String())
 	return root
-}
-
-func newVersionCmd(stdio IO) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, commit and Go version of this build",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(stdio.Out, cmd.Root().Name(), version.Get())
-			return wrapRun(err)
-		},
-	}
 }

@@ -121,11 +121,9 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "argoexec",
 		Short:         "Workflow executor: stages inputs (init) and collects outputs (wait) in a workflow pod",
-		Version:       version.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetVersionTemplate(versionTemplate)
 	g.addFlags(root.PersistentFlags())
 	root.AddCommand(
 		newWaitCmd(ctx, g, stdio, r.wait),
@@ -134,7 +132,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		newDataCmd(ctx, g, stdio, r.data),
 		newArtifactGitCmd(ctx, g, stdio, r.git),
 		newEmissaryCmd(ctx, g, stdio),
-		newVersionCmd(stdio),
 	)
+	cli.AddVersion(root, stdio.Out, version.Get().String())
 	return root
 }

@@ -39,6 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
+	"github.com/argoexec/argoexec/executor/internal/backoff"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
 
@@ -177,7 +178,7 @@ func (w *run) run(ctx context.Context) (int, error) {
 	for i := range attempts {
 		if i > 0 {
 			w.log.WithField("attempt", i+1).WithField("exitCode", code).Infof("retrying after %s", delay)
-			if err := sleep(ctx, w.cfg.Clock, delay); err != nil {
+			if err := backoff.Sleep(ctx, w.cfg.Clock, delay); err != nil {
 				return 0, fmt.Errorf("wait to retry: %w", err)
 			}
 		}
@@ -316,7 +317,7 @@ func (w *run) waitDependencies(ctx context.Context) error {
 				if !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("dependency %q: %w", d, err)
 				}
-				if err := sleep(ctx, w.cfg.Clock, w.cfg.Poll); err != nil {
+				if err := backoff.Sleep(ctx, w.cfg.Clock, w.cfg.Poll); err != nil {
 					return fmt.Errorf("wait for dependency %q: %w", d, err)
 				}
 			}
@@ -331,23 +332,9 @@ func (w *run) waitFile(ctx context.Context, p, why string) error {
 		if _, err := os.Stat(p); err == nil {
 			return nil
 		}
-		if err := sleep(ctx, w.cfg.Clock, w.cfg.Poll); err != nil {
+		if err := backoff.Sleep(ctx, w.cfg.Clock, w.cfg.Poll); err != nil {
 			return fmt.Errorf("%s: wait for %s: %w", why, p, err)
 		}
-	}
-}
-
-func sleep(ctx context.Context, clk clock.WithTicker, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
 	}
 }
 

@@ -52,8 +52,12 @@ func (b *Backoff) Wait(ctx context.Context) error { return Sleep(ctx, b.clock, b
 // other channels (events that end the wait early); stop it when done.
 func (b *Backoff) Timer() clock.Timer { return b.clock.NewTimer(b.Next()) }
 
-// Sleep waits d on clk, or until ctx ends, whose error it returns.
+// Sleep waits d on clk, or until ctx ends, whose error it returns; a d of
+// zero or less does not wait (it returns ctx.Err()).
 func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -2,9 +2,7 @@ package argo
 
 import (
 	"fmt"
-	"net/url"
 	"path"
-	"strings"
 
 	"github.com/argoexec/argoexec/executor/flow"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -25,53 +23,41 @@ type ArchiveLocationLocator struct {
 	Location *wf.ArtifactLocation
 }
 
-// Locate implements flow.ArtifactLocator.
+// Locate implements flow.ArtifactLocator. Which field holds a kind's key
+// is wf.ArtifactLocation's to know (Key, WithKey, KeyOnly): no case here
+// names a store.
 func (l ArchiveLocationLocator) Locate(a wf.Artifact, _ flow.KeyVars) (wf.Artifact, wf.Artifact, error) {
-	switch {
-	case a.S3 != nil && a.S3.Key != "", a.OSS != nil && a.OSS.Key != "", a.Artifactory != nil && urlPath(a.Artifactory.URL) != "":
+	if key, err := a.Location().Key(); err == nil && key != "" {
 		return a, a, nil // the driver fills what the artifact leaves out from the archive location
 	}
 	if l.Location == nil || l.Location.Kind() == "" {
 		return a, a, flow.ErrNoRepository
 	}
+	prefix, err := l.Location.Key()
+	if err != nil {
+		return a, a, fmt.Errorf("the template's archiveLocation is %s, which has no key to save under: %w: set artifactRepository.s3 in Argo's workflow-controller-configmap, or give the artifact its own s3 location",
+			l.Location.Kind(), artifacts.ErrNotSupported)
+	}
 	name := a.Name + ".tgz"
 	if a.Archive != nil && a.Archive.None != nil {
 		name = path.Base(a.Path)
 	}
-	upload, reported := a, a
-	switch loc := l.Location; {
-	case loc.S3 != nil:
-		key := path.Join(strings.TrimSuffix(loc.S3.Key, "/"), name)
-		upload.S3 = &wf.S3Artifact{S3Bucket: loc.S3.S3Bucket, Key: key}
-		reported.S3 = &wf.S3Artifact{Key: key}
-	case loc.OSS != nil:
-		key := path.Join(loc.OSS.Key, name)
-		upload.S3, upload.OSS = nil, &wf.OSSArtifact{OSSBucket: loc.OSS.OSSBucket, Key: key}
-		reported.S3, reported.OSS = nil, &wf.OSSArtifact{Key: key}
-	case loc.Artifactory != nil:
-		u, err := url.Parse(loc.Artifactory.URL)
-		if err != nil {
-			return a, a, fmt.Errorf("the template's archiveLocation.artifactory.url %q: %w", loc.Artifactory.URL, err)
-		}
-		key := path.Join(u.Path, name) // Argo: SetKey(path.Join(GetKey(), NAME)), GetKey being the URL's path
-		u.Path, u.RawPath = key, ""
-		upload.S3, upload.Artifactory = nil, &wf.ArtifactoryArtifact{ArtifactoryAuth: loc.Artifactory.ArtifactoryAuth, URL: u.String()}
-		reported.S3, reported.Artifactory = nil, &wf.ArtifactoryArtifact{URL: (&url.URL{Path: key}).String()}
-	default:
-		return a, a, fmt.Errorf("the template's archiveLocation is %s: %w: argoexec saves outputs to s3, oss and artifactory archive locations only; set artifactRepository.s3 in Argo's workflow-controller-configmap, or give the artifact its own s3 location",
-			l.Location.Kind(), artifacts.ErrNotSupported)
-	}
-	return upload, reported, nil
-}
-
-// urlPath is the path of the URL s, Argo's key of an artifactory location;
-// "" when s does not parse.
-func urlPath(s string) string {
-	u, err := url.Parse(s)
+	key := path.Join(prefix, name) // Argo: AppendToKey, SetKey(path.Join(GetKey(), NAME))
+	repo := *l.Location
+	repo.ArchiveLogs = nil
+	up, err := repo.WithKey(key)
 	if err != nil {
-		return ""
+		return a, a, fmt.Errorf("the template's archiveLocation: %w", err)
 	}
-	return u.Path
+	rep, err := repo.KeyOnly(key)
+	if err != nil {
+		return a, a, fmt.Errorf("the template's archiveLocation: %w", err)
+	}
+	upload, reported := a, a
+	up.ArchiveLogs, rep.ArchiveLogs = a.ArchiveLogs, a.ArchiveLogs
+	upload.SetLocation(up)
+	reported.SetLocation(rep)
+	return upload, reported, nil
 }
 
 // NoRepositoryHint implements flow.ArtifactLocator.

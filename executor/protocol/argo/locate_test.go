@@ -33,7 +33,7 @@ func TestArchiveLocationLocator(t *testing.T) {
 			a:          wf.Artifact{Name: "out", S3: &wf.S3Artifact{Key: "my/own.tgz"}},
 			wantUpload: wf.S3Artifact{Key: "my/own.tgz"}, wantReported: &wf.S3Artifact{Key: "my/own.tgz"}},
 		{name: "Argo: no archiveLocation", l: ArchiveLocationLocator{}, a: wf.Artifact{Name: "out"}, wantErr: flow.ErrNoRepository},
-		{name: "Argo: a gcs archiveLocation is refused, not crashed on", l: ArchiveLocationLocator{Location: &wf.ArtifactLocation{GCS: &wf.GCSArtifact{Key: "k"}}},
+		{name: "Argo: an archiveLocation with no key (git) is refused, not crashed on", l: ArchiveLocationLocator{Location: &wf.ArtifactLocation{Git: &wf.GitArtifact{Repo: "r"}}},
 			a: wf.Artifact{Name: "out"}, wantErr: artifacts.ErrNotSupported},
 	}
 	for _, tt := range tests {
@@ -65,6 +65,7 @@ func TestArchiveLocationLocatorOtherStores(t *testing.T) {
 	auth := wf.ArtifactoryAuth{UsernameSecret: sel("art", "user"), PasswordSecret: sel("art", "pass")}
 	rt := &wf.ArtifactLocation{Artifactory: &wf.ArtifactoryArtifact{URL: "http://10.88.0.1:8081/generic/wf-1/wf-1-123", ArtifactoryAuth: auth}}
 	oss := &wf.ArtifactLocation{OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "http://oss:7070", Bucket: "b"}, Key: "wf-1/wf-1-123"}}
+	gcs := &wf.ArtifactLocation{GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "g"}, Key: "wf-1/wf-1-123"}}
 	tests := []struct {
 		name                string
 		archive             *wf.ArtifactLocation
@@ -85,6 +86,11 @@ func TestArchiveLocationLocatorOtherStores(t *testing.T) {
 			wantRep:    wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "wf-1/wf-1-123/out.tgz"}}},
 		{name: "oss: an artifact's own key is kept", archive: oss, a: wf.Artifact{Name: "out", OSS: &wf.OSSArtifact{Key: "own"}},
 			wantUpload: wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "own"}}, wantRep: wf.ArtifactLocation{OSS: &wf.OSSArtifact{Key: "own"}}},
+		// No case in Locate names gcs: the kind's key is wf.ArtifactLocation's to know, and
+		// whether a store can save there is the Store's (checked before main runs).
+		{name: "gcs: KEY/NAME.tgz with no case of its own", archive: gcs, a: wf.Artifact{Name: "out", Path: "/tmp/out"},
+			wantUpload: wf.ArtifactLocation{GCS: &wf.GCSArtifact{GCSBucket: gcs.GCS.GCSBucket, Key: "wf-1/wf-1-123/out.tgz"}},
+			wantRep:    wf.ArtifactLocation{GCS: &wf.GCSArtifact{Key: "wf-1/wf-1-123/out.tgz"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,10 +98,10 @@ func TestArchiveLocationLocatorOtherStores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := fmt.Sprintf("%+v %+v", up.Artifactory, up.OSS), fmt.Sprintf("%+v %+v", tt.wantUpload.Artifactory, tt.wantUpload.OSS); got != want {
+			if got, want := fmt.Sprintf("%+v %+v %+v", up.Artifactory, up.OSS, up.GCS), fmt.Sprintf("%+v %+v %+v", tt.wantUpload.Artifactory, tt.wantUpload.OSS, tt.wantUpload.GCS); got != want {
 				t.Errorf("upload to %s, want %s", got, want)
 			}
-			if got, want := fmt.Sprintf("%+v %+v", rep.Artifactory, rep.OSS), fmt.Sprintf("%+v %+v", tt.wantRep.Artifactory, tt.wantRep.OSS); got != want {
+			if got, want := fmt.Sprintf("%+v %+v %+v", rep.Artifactory, rep.OSS, rep.GCS), fmt.Sprintf("%+v %+v %+v", tt.wantRep.Artifactory, tt.wantRep.OSS, tt.wantRep.GCS); got != want {
 				t.Errorf("reported %s, want %s", got, want)
 			}
 			if up.S3 != nil || rep.S3 != nil {
