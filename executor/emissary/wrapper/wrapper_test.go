@@ -445,7 +445,10 @@ func TestDependencies(t *testing.T) {
 				t.Fatal("b ran before a exited")
 			}
 			os.MkdirAll(filepath.Join(root, "ctr", "a"), 0o777)
-			os.WriteFile(filepath.Join(root, "ctr", "a", "exitcode"), []byte(tt.depCode), 0o644)
+			// as a's wrapper writes it: whole, under another name, then renamed (b polls it)
+			tmp := filepath.Join(root, "ctr", "a", ".exitcode")
+			os.WriteFile(tmp, []byte(tt.depCode), 0o644)
+			os.Rename(tmp, filepath.Join(root, "ctr", "a", "exitcode"))
 			stop := drive(clk, 50*time.Millisecond)
 			r := <-done
 			stop()
