@@ -34,4 +34,3 @@ func TestBinaryLinksNoTemplate(t *testing.T) {
 		}
 	}
 }
-
