@@ -65,7 +65,6 @@ type writeBehind struct {
 	free   chan []byte // emptied buffers, back from it
 	done   chan error  // the goroutine's first error, once full is closed and drained
 	failed atomic.Bool // set by the goroutine on its first error
-	err    error       // errWriteBehind once Write has seen failed
 }
 
 func newWriteBehind(w io.Writer) *writeBehind {
@@ -97,8 +96,8 @@ func newWriteBehind(w io.Writer) *writeBehind {
 func (wb *writeBehind) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
-		if wb.err != nil {
-			return n, wb.err
+		if wb.failed.Load() {
+			return n, errWriteBehind
 		}
 		k := copy(wb.buf[len(wb.buf):cap(wb.buf)], p)
 		wb.buf = wb.buf[:len(wb.buf)+k]
@@ -107,25 +106,26 @@ func (wb *writeBehind) Write(p []byte) (int, error) {
 			wb.handOver()
 		}
 	}
-	return n, wb.err
+	if wb.failed.Load() {
+		return n, errWriteBehind
+	}
+	return n, nil
 }
 
 // handOver queues the current buffer and takes an empty one.
 func (wb *writeBehind) handOver() {
 	wb.full <- wb.buf
 	wb.buf = <-wb.free
-	if wb.failed.Load() {
-		wb.err = errWriteBehind
-	}
 }
 
-// errWriteBehind stands in, until Close, for the goroutine's first error.
+// errWriteBehind is what Write returns once the goroutine's write has
+// failed; Close returns the failure itself.
 var errWriteBehind = fmt.Errorf("write-behind: an earlier write failed")
 
 // Close writes what is buffered, waits for the goroutine and returns its
 // first error. It must be called exactly once, on every path.
 func (wb *writeBehind) Close() error {
-	if len(wb.buf) > 0 && wb.err == nil {
+	if len(wb.buf) > 0 && !wb.failed.Load() {
 		wb.full <- wb.buf
 	}
 	close(wb.full)

@@ -122,13 +122,13 @@ func (o *LogOptions) Logger(w io.Writer) (*logrus.Logger, error) {
 func AddVersion(root *cobra.Command, out io.Writer, line string) {
 	show := false
 	root.Flags().BoolVar(&show, "version", false, "print the version, commit and Go version of this build (as the version command)")
-	print := func() error {
+	printVersion := func() error {
 		_, err := fmt.Fprintln(out, root.Name(), line)
 		return RunE(err)
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if show {
-			return print()
+			return printVersion()
 		}
 		return cmd.Help()
 	}
@@ -136,6 +136,6 @@ func AddVersion(root *cobra.Command, out io.Writer, line string) {
 		Use:   "version",
 		Short: "Print the version, commit and Go version of this build",
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return print() },
+		RunE:  func(*cobra.Command, []string) error { return printVersion() },
 	})
 }
