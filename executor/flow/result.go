@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/argoexec/argoexec/executor"
@@ -37,22 +39,49 @@ func (we *WorkflowExecutor) includeResult() bool {
 // (LogChecker) is asked whether that log may lack main's last output:
 // out.ResultIncomplete and a log warning then say why.
 func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
-	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
-	if errors.Is(err, executor.ErrNotSupported) {
-		we.log.WithError(err).Warn("stdout alone is not available: the result holds stdout and stderr interleaved")
-		rc, err = we.runtime.GetOutputStream(ctx, wf.MainContainerName, true)
+	lc, checks := we.runtime.(LogChecker)
+	var (
+		b       []byte
+		total   int64
+		growing string // why the log may still have been growing when read
+	)
+	// A log the node's runtime writes may still be growing when main's exit
+	// is known: it is read once its end has settled, and read again when
+	// its end moved while it was read.
+	var end time.Time
+	for read := 1; ; read++ {
+		if checks {
+			e, _, err := lc.SettleLog(ctx, wf.MainContainerName, end)
+			if err != nil {
+				we.log.WithError(err).Warn("could not check that main's log has stopped growing: the result is read as it is")
+				checks = false
+			}
+			end = e
+		}
+		var err error
+		if b, total, err = we.readResult(ctx); err != nil {
+			return err
+		}
+		if !checks {
+			break
+		}
+		after, settled, err := lc.SettleLog(ctx, wf.MainContainerName, end)
+		if err != nil {
+			we.log.WithError(err).Warn("could not check that main's log did not grow while it was read: the result is reported as read")
+			break
+		}
+		if settled && after.Equal(end) {
+			break
+		}
+		if read == maxResultReads {
+			growing = fmt.Sprintf("main's log was still growing after main exited: it was read %d times and its last entry moved each time (last written at %s), so the result may be missing its end; "+
+				"the node's container runtime copies output to the log after main prints it, and was behind (a busy node); run the step again, or use the emissary or docker backend, which do not read it from the runtime's log",
+				read, after.UTC().Format(time.RFC3339Nano))
+			break
+		}
+		we.log.WithField("reads", read).Info("main's log grew while it was read (the node's runtime was still copying main's output to it): reading it again")
+		end = after
 	}
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	// One byte more than the result keeps: the trailing newline, stripped
-	// before the cut as Argo does.
-	tail := &tailKeeper{max: we.cfg.MaxResultBytes + 1}
-	if _, err := io.Copy(tail, rc); err != nil {
-		return fmt.Errorf("read main's output: %w", err)
-	}
-	b, total := tail.bytes(), tail.total
 	if len(b) > 0 && b[len(b)-1] == '\n' {
 		b, total = b[:len(b)-1], total-1
 	}
@@ -74,24 +103,64 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 	}
 	s := string(b)
 	out.Result, out.ResultIsLog = &s, true
+	var why []string
+	if growing != "" {
+		why = append(why, growing)
+	}
 	if lc, ok := we.runtime.(LogChecker); ok {
-		why, err := lc.LogIncomplete(ctx, wf.MainContainerName)
+		down, err := lc.LogIncomplete(ctx, wf.MainContainerName)
 		if err != nil {
 			// The result is reported as read; only the check failed.
 			we.log.WithError(err).Warn("could not check that main's log reaches main's exit: the result is reported as read")
 		}
-		if why != "" {
-			out.ResultIncomplete = why
-			we.log.Warn("the result may be incomplete: " + why)
+		if down != "" {
+			why = append(why, down)
 		}
+	}
+	if len(why) > 0 {
+		out.ResultIncomplete = strings.Join(why, "; and ")
+		we.log.Warn("the result may be incomplete: " + out.ResultIncomplete)
 	}
 	return nil
 }
 
+// maxResultReads bounds how many times collectResult reads a log that grew
+// while it was read.
+const maxResultReads = 3
+
+// readResult reads main's stdout (or, where the backend cannot separate
+// it, stdout and stderr interleaved, with a warning) and returns its last
+// MaxResultBytes+1 bytes (one more than the result keeps: the trailing
+// newline, stripped before the cut as Argo does) and its length.
+func (we *WorkflowExecutor) readResult(ctx context.Context) ([]byte, int64, error) {
+	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, false)
+	if errors.Is(err, executor.ErrNotSupported) {
+		we.log.WithError(err).Warn("stdout alone is not available: the result holds stdout and stderr interleaved")
+		rc, err = we.runtime.GetOutputStream(ctx, wf.MainContainerName, true)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rc.Close()
+	tail := &tailKeeper{max: we.cfg.MaxResultBytes + 1}
+	if _, err := io.Copy(tail, rc); err != nil {
+		return nil, 0, fmt.Errorf("read main's output: %w", err)
+	}
+	return tail.bytes(), tail.total, nil
+}
+
 // LogChecker is implemented by backends that read main's output from the
-// log the node's container runtime writes (k8sapi, kubelet), which loses
-// what main printed last when the runtime was down as main exited.
+// log the node's container runtime writes (k8sapi, kubelet). The runtime
+// copies output to that log after the container prints it, so the log can
+// still be growing when the container's exit is known, and it loses what
+// main printed last when the runtime was down as main exited.
 type LogChecker interface {
+	// SettleLog waits until the log of the named container, which has
+	// exited, has stopped growing, and returns the runtime's timestamp of
+	// its last entry (zero for an empty log); an end equal to known, one
+	// the caller saw settle before, is settled at once. settled is false
+	// when the log was still growing when SettleLog gave up.
+	SettleLog(ctx context.Context, containerName string, known time.Time) (end time.Time, settled bool, err error)
 	// LogIncomplete returns why the log of the named container, which has
 	// exited, may be missing the end of what it printed, or "" when
 	// nothing says so.

@@ -334,13 +334,88 @@ func deref(s *string) string {
 // (kill -15 $(pidof argoexec)), so wait stops main and saves; its
 // ARGO_DEADLINE bounds main like activeDeadlineSeconds.
 // logChecking is a fake backend whose log may lack main's last output.
+// settle, when set, answers SettleLog; unset, the log has settled.
 type logChecking struct {
 	*executortest.Fake
-	why string
-	err error
+	why    string
+	err    error
+	settle func(known time.Time) (time.Time, bool, error)
 }
 
 func (l logChecking) LogIncomplete(context.Context, string) (string, error) { return l.why, l.err }
+
+func (l logChecking) SettleLog(_ context.Context, _ string, known time.Time) (time.Time, bool, error) {
+	if l.settle == nil {
+		return known, true, nil
+	}
+	return l.settle(known)
+}
+
+// TestWaitResultLogGrew: a log whose end moves while it is read is read
+// again, up to three times; one still growing then is reported as read and
+// marked incomplete, saying why; a settle check that fails is said and the
+// log is read once.
+func TestWaitResultLogGrew(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		// logs are what each read of main's log gives, the last repeated.
+		logs []string
+		// ends are what each SettleLog call finds, the last repeated.
+		ends       []time.Time
+		settleErr  error
+		wantResult string
+		wantReads  int
+		wantWhy    string // in resultIncomplete; "" wants none
+		wantLog    string
+	}{
+		{name: "settled", logs: []string{"42\n"}, ends: []time.Time{t0}, wantResult: "42", wantReads: 1},
+		{name: "grew once", logs: []string{"4", "42\n"}, ends: []time.Time{t0, t0.Add(time.Second)}, wantResult: "42", wantReads: 2,
+			wantLog: "main's log grew while it was read"},
+		{name: "still growing", logs: []string{"4", "42", "42\n"}, ends: []time.Time{t0, t0.Add(1), t0.Add(2), t0.Add(3), t0.Add(4), t0.Add(5), t0.Add(6)},
+			wantResult: "42", wantReads: 3, wantWhy: "main's log was still growing after main exited: it was read 3 times"},
+		{name: "settle check failed", logs: []string{"42\n"}, settleErr: errors.New("503"), wantResult: "42", wantReads: 1,
+			wantLog: "could not check that main's log has stopped growing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reads, settles := 0, 0
+			fake := &executortest.Fake{GetOutputStreamFunc: func(context.Context, string, bool) (io.ReadCloser, error) {
+				reads++
+				return io.NopCloser(strings.NewReader(tt.logs[min(reads, len(tt.logs))-1])), nil
+			}}
+			settle := func(known time.Time) (time.Time, bool, error) {
+				if tt.settleErr != nil {
+					return time.Time{}, false, tt.settleErr
+				}
+				settles++
+				end := tt.ends[min(settles, len(tt.ends))-1]
+				return end, true, nil
+			}
+			rep := &recorder{}
+			log, hook := logtest.NewNullLogger()
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, logChecking{Fake: fake, settle: settle}, nil, rep, logrus.NewEntry(log))
+			if err := we.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.got.Result; r == nil || *r != tt.wantResult {
+				t.Errorf("result = %q, want %q", deref(r), tt.wantResult)
+			}
+			if reads != tt.wantReads {
+				t.Errorf("main's log read %d times, want %d", reads, tt.wantReads)
+			}
+			if got := rep.got.ResultIncomplete; (tt.wantWhy == "") != (got == "") || !strings.Contains(got, tt.wantWhy) {
+				t.Errorf("resultIncomplete = %q, want %q", got, tt.wantWhy)
+			}
+			var logged strings.Builder
+			for _, e := range hook.AllEntries() {
+				logged.WriteString(e.Message + " " + fmt.Sprint(e.Data["error"]) + "\n")
+			}
+			if tt.wantLog != "" && !strings.Contains(logged.String(), tt.wantLog) {
+				t.Errorf("wait's log does not say %q:\n%s", tt.wantLog, logged.String())
+			}
+		})
+	}
+}
 
 // TestWaitResultIncomplete: a backend that says main's log may lack its
 // end gets the result marked, with the reason, and a warning; a check that
@@ -361,7 +436,7 @@ func TestWaitResultIncomplete(t *testing.T) {
 			}}
 			rep := &recorder{}
 			log, hook := logtest.NewNullLogger()
-			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, logChecking{fake, tt.why, tt.err}, nil, rep, logrus.NewEntry(log))
+			we := flow.NewWorkflowExecutor(flow.WorkflowConfig{Template: scriptTemplate(), MaxResultBytes: 100}, logChecking{Fake: fake, why: tt.why, err: tt.err}, nil, rep, logrus.NewEntry(log))
 			if err := we.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -262,12 +262,24 @@ func errNoSplitLogs(container string) error {
 // when nothing says so. It asks pods/log for the last line with its
 // timestamp only when the status showed the exit late.
 func (e *Executor) LogIncomplete(ctx context.Context, containerName string) (string, error) {
-	return e.Engine.LogIncomplete(ctx, containerName, func(ctx context.Context, c string) (time.Time, bool, error) {
-		rc, err := e.logs(ctx, &corev1.PodLogOptions{Container: c, TailLines: new(int64(1)), Timestamps: true})
-		if err != nil {
-			return time.Time{}, false, e.apiError(ctx, "get the last line of the log", "get", "pods/log", err)
-		}
-		defer rc.Close()
-		return podexec.LastLineTime(rc)
-	})
+	return e.Engine.LogIncomplete(ctx, containerName, e.lastLogLine)
+}
+
+// SettleLog waits until the log of the named container, which has exited,
+// has stopped growing (the runtime copies output to it after the container
+// prints it), and returns the timestamp of its last entry; the engine's
+// SettleLog says how that is told; known is an end the caller saw settle.
+func (e *Executor) SettleLog(ctx context.Context, containerName string, known time.Time) (time.Time, bool, error) {
+	return e.Engine.SettleLog(ctx, containerName, e.lastLogLine, known)
+}
+
+// lastLogLine asks pods/log for the timestamp of the container's last log
+// entry.
+func (e *Executor) lastLogLine(ctx context.Context, c string) (time.Time, bool, error) {
+	rc, err := e.logs(ctx, &corev1.PodLogOptions{Container: c, TailLines: new(int64(1)), Timestamps: true})
+	if err != nil {
+		return time.Time{}, false, e.apiError(ctx, "get the last line of the log", "get", "pods/log", err)
+	}
+	defer rc.Close()
+	return podexec.LastLineTime(rc)
 }

@@ -23,10 +23,15 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/flow"
 	"github.com/argoexec/argoexec/executor/internal/podexec"
 	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 	"github.com/argoexec/argoexec/pkg/kubeclient/kubeclienttest"
 )
+
+// The flow settles and checks main's log through LogChecker before it
+// reports the result.
+var _ flow.LogChecker = (*Executor)(nil)
 
 const (
 	ns      = "argo"

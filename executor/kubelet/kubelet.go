@@ -364,12 +364,24 @@ func (l *logStream) Close() error { return l.rc.Close() }
 // when nothing says so. It asks /containerLogs for the last line with its
 // timestamp only when the status showed the exit late.
 func (e *Executor) LogIncomplete(ctx context.Context, containerName string) (string, error) {
-	return e.Engine.LogIncomplete(ctx, containerName, func(ctx context.Context, c string) (time.Time, bool, error) {
-		resp, err := e.get(ctx, e.logPath(c), url.Values{"tailLines": {"1"}, "timestamps": {"true"}})
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("get the last line of the log from %s: %w", e.cfg.addr(), err)
-		}
-		defer resp.Body.Close()
-		return podexec.LastLineTime(resp.Body)
-	})
+	return e.Engine.LogIncomplete(ctx, containerName, e.lastLogLine)
+}
+
+// SettleLog waits until the log of the named container, which has exited,
+// has stopped growing (the runtime copies output to it after the container
+// prints it), and returns the timestamp of its last entry; the engine's
+// SettleLog says how that is told; known is an end the caller saw settle.
+func (e *Executor) SettleLog(ctx context.Context, containerName string, known time.Time) (time.Time, bool, error) {
+	return e.Engine.SettleLog(ctx, containerName, e.lastLogLine, known)
+}
+
+// lastLogLine asks /containerLogs for the timestamp of the container's last
+// log entry.
+func (e *Executor) lastLogLine(ctx context.Context, c string) (time.Time, bool, error) {
+	resp, err := e.get(ctx, e.logPath(c), url.Values{"tailLines": {"1"}, "timestamps": {"true"}})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("get the last line of the log from %s: %w", e.cfg.addr(), err)
+	}
+	defer resp.Body.Close()
+	return podexec.LastLineTime(resp.Body)
 }

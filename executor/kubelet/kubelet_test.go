@@ -32,8 +32,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/argoexec/argoexec/executor"
+	"github.com/argoexec/argoexec/executor/flow"
 	"github.com/argoexec/argoexec/executor/internal/stdoutlog"
 )
+
+// The flow settles and checks main's log through LogChecker before it
+// reports the result.
+var _ flow.LogChecker = (*Executor)(nil)
 
 const (
 	testNS  = "argo"

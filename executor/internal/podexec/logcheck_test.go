@@ -149,3 +149,72 @@ func TestLastLineTime(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleLog: a log whose last entry is old, or whose end stays put for
+// a recheck, or still ends where the caller saw it settle, has settled; one
+// that keeps growing is given up on after logSettleMax, said as not settled.
+func TestSettleLog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// ends gives the answer to each ask, from the clock's now and the
+		// ask's number (0 first); has false is an empty log.
+		ends        func(now time.Time, i int) (ts time.Time, has bool)
+		known       bool // the caller passes the first answer as known
+		wantAsks    int  // 0: many (the give-up case)
+		wantSettled bool
+		wantEmpty   bool
+	}{
+		{name: "last entry old", ends: func(now time.Time, _ int) (time.Time, bool) { return now.Add(-time.Second), true }, wantAsks: 1, wantSettled: true},
+		{name: "recent entry, end stays", ends: func(time.Time, int) (time.Time, bool) { return time.Unix(0, 0).Add(-10 * time.Millisecond), true }, wantAsks: 2, wantSettled: true},
+		{name: "recent entry, end known", known: true, ends: func(time.Time, int) (time.Time, bool) { return time.Unix(0, 0).Add(-10 * time.Millisecond), true }, wantAsks: 1, wantSettled: true},
+		{name: "grows, then stays", ends: func(now time.Time, i int) (time.Time, bool) {
+			return time.Unix(0, 0).Add(time.Duration(min(i, 2)) * logRecheck), true
+		}, wantAsks: 4, wantSettled: true},
+		{name: "empty, stays empty", ends: func(time.Time, int) (time.Time, bool) { return time.Time{}, false }, wantAsks: 2, wantSettled: true, wantEmpty: true},
+		{name: "keeps growing", ends: func(now time.Time, _ int) (time.Time, bool) { return now, true }, wantSettled: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakePod("main")
+			e, fc := newTestEngine(p.execer(nil), p)
+			var known time.Time
+			if tc.known {
+				known, _ = tc.ends(fc.Now(), 0)
+			}
+			asks := 0
+			stop := drive(t, fc, logRecheck)
+			end, settled, err := e.SettleLog(context.Background(), "main", func(_ context.Context, c string) (time.Time, bool, error) {
+				ts, has := tc.ends(fc.Now(), asks)
+				asks++
+				return ts, has, nil
+			}, known)
+			stop()
+			if err != nil {
+				t.Fatalf("SettleLog: %v", err)
+			}
+			if settled != tc.wantSettled {
+				t.Errorf("settled = %v, want %v", settled, tc.wantSettled)
+			}
+			if end.IsZero() != tc.wantEmpty {
+				t.Errorf("end = %v, want empty: %v", end, tc.wantEmpty)
+			}
+			switch {
+			case tc.wantAsks > 0 && asks != tc.wantAsks:
+				t.Errorf("asked %d times, want %d", asks, tc.wantAsks)
+			case tc.wantAsks == 0 && asks < int(logSettleMax/logRecheck):
+				t.Errorf("asked %d times, want one every %v for %v", asks, logRecheck, logSettleMax)
+			}
+		})
+	}
+	t.Run("the end cannot be read", func(t *testing.T) {
+		p := newFakePod("main")
+		e, _ := newTestEngine(p.execer(nil), p)
+		_, _, err := e.SettleLog(context.Background(), "main", func(context.Context, string) (time.Time, bool, error) {
+			return time.Time{}, false, errors.New("503 Service Unavailable")
+		}, time.Time{})
+		for _, w := range []string{"k8sapi", `find where the log of container "main" of pod argo/wf-1 ends`, "503"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v does not say %q", err, w)
+			}
+		}
+	})
+}
