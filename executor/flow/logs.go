@@ -57,8 +57,19 @@ func logArtifact() wf.Artifact {
 	return wf.Artifact{Name: wf.MainLogsArtifactName, Path: wf.MainLogFileName, Archive: &wf.ArchiveStrategy{None: &wf.NoneStrategy{}}}
 }
 
-// mainLogTo writes main's combined log to the new file path.
+// mainLogTo writes main's combined log to the new file path, once the log
+// has stopped growing (readSettledLog); one still growing then is saved as
+// read, with a warning.
 func (we *WorkflowExecutor) mainLogTo(ctx context.Context, path string) error {
+	growing, err := we.readSettledLog(ctx, "the archived log", func() error { return we.readLogTo(ctx, path) })
+	if growing != "" {
+		we.log.Warn(growing)
+	}
+	return err
+}
+
+// readLogTo writes main's combined log, as read now, to the file path.
+func (we *WorkflowExecutor) readLogTo(ctx context.Context, path string) error {
 	rc, err := we.runtime.GetOutputStream(ctx, wf.MainContainerName, true)
 	if err != nil {
 		return fmt.Errorf("read main's log: %w", err)

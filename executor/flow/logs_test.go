@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argoexec/argoexec/executor/executortest"
 	"github.com/argoexec/argoexec/executor/flow"
@@ -84,5 +85,40 @@ func TestWaitArchiveLogs(t *testing.T) {
 				t.Errorf("main's log read %d times; nothing asked for it", len(asked))
 			}
 		})
+	}
+}
+
+// TestWaitArchiveLogsRereadsGrownLog: a log whose end moved while it was
+// read for archiveLogs is read again, and the second read is what is
+// stored.
+func TestWaitArchiveLogsRereadsGrownLog(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	logs := []string{"first half", "first half, then the end"}
+	reads, settles := 0, 0
+	fake := &executortest.Fake{GetOutputStreamFunc: func(context.Context, string, bool) (io.ReadCloser, error) {
+		reads++
+		return io.NopCloser(strings.NewReader(logs[min(reads, len(logs))-1])), nil
+	}}
+	settle := func(time.Time) (time.Time, bool, error) {
+		settles++
+		if settles == 1 {
+			return t0, true, nil
+		}
+		return t0.Add(time.Second), true, nil
+	}
+	loc := &wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}, Key: "wf/pod"}}
+	store := &memStore{}
+	cfg := flow.WorkflowConfig{
+		Protocol: flow.Protocol{Artifacts: argo.ArchiveLocationLocator{Location: loc}, ArchiveLogs: true, IncludeScriptOutput: new(bool)},
+		Template: scriptTemplate(), Step: flow.StepRef{Workflow: "wf", Pod: "pod"}, Paths: flow.Paths{TempDir: t.TempDir(), MainCtrFS: mainFS(t, nil)},
+	}
+	if err := flow.NewWorkflowExecutor(cfg, logChecking{Fake: fake, settle: settle}, storeOf(store), &recorder{}, testLog()).Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 {
+		t.Errorf("main's log read %d times, want 2 (its end moved during the first read)", reads)
+	}
+	if got := string(store.objects["wf/pod/main.log"]); got != logs[1] {
+		t.Errorf("stored main.log = %q, want the second read %q", got, logs[1])
 	}
 }

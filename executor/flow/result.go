@@ -36,51 +36,20 @@ func (we *WorkflowExecutor) includeResult() bool {
 // may cut it further to what its budget leaves (FitResult). A backend that
 // cannot separate stdout from stderr gives the combined log, with a warning.
 // A backend that reads the log the node's container runtime writes
-// (LogChecker) is asked whether that log may lack main's last output:
-// out.ResultIncomplete and a log warning then say why.
+// (LogChecker) has the log read once it has stopped growing, and is asked
+// whether it may lack main's last output: out.ResultIncomplete and a log
+// warning then say why.
 func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutputs) error {
-	lc, checks := we.runtime.(LogChecker)
 	var (
-		b       []byte
-		total   int64
-		growing string // why the log may still have been growing when read
+		b     []byte
+		total int64
 	)
-	// A log the node's runtime writes may still be growing when main's exit
-	// is known: it is read once its end has settled, and read again when
-	// its end moved while it was read.
-	var end time.Time
-	for read := 1; ; read++ {
-		if checks {
-			e, _, err := lc.SettleLog(ctx, wf.MainContainerName, end)
-			if err != nil {
-				we.log.WithError(err).Warn("could not check that main's log has stopped growing: the result is read as it is")
-				checks = false
-			}
-			end = e
-		}
-		var err error
-		if b, total, err = we.readResult(ctx); err != nil {
-			return err
-		}
-		if !checks {
-			break
-		}
-		after, settled, err := lc.SettleLog(ctx, wf.MainContainerName, end)
-		if err != nil {
-			we.log.WithError(err).Warn("could not check that main's log did not grow while it was read: the result is reported as read")
-			break
-		}
-		if settled && after.Equal(end) {
-			break
-		}
-		if read == maxResultReads {
-			growing = fmt.Sprintf("main's log was still growing after main exited: it was read %d times and its last entry moved each time (last written at %s), so the result may be missing its end; "+
-				"the node's container runtime copies output to the log after main prints it, and was behind (a busy node); run the step again, or use the emissary or docker backend, which do not read it from the runtime's log",
-				read, after.UTC().Format(time.RFC3339Nano))
-			break
-		}
-		we.log.WithField("reads", read).Info("main's log grew while it was read (the node's runtime was still copying main's output to it): reading it again")
-		end = after
+	growing, err := we.readSettledLog(ctx, "the result", func() (err error) {
+		b, total, err = we.readResult(ctx)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if len(b) > 0 && b[len(b)-1] == '\n' {
 		b, total = b[:len(b)-1], total-1
@@ -124,9 +93,51 @@ func (we *WorkflowExecutor) collectResult(ctx context.Context, out *wf.NodeOutpu
 	return nil
 }
 
-// maxResultReads bounds how many times collectResult reads a log that grew
+// maxLogReads bounds how many times readSettledLog reads a log that grew
 // while it was read.
-const maxResultReads = 3
+const maxLogReads = 3
+
+// readSettledLog runs read, which reads main's log for what (for
+// messages), once the backend says the log has stopped growing, and again
+// when its end moved during the read, maxLogReads times at most. It
+// returns why the log may have been still growing when it was last read,
+// or "". A backend that reads no runtime's log (not a LogChecker) is read
+// once.
+func (we *WorkflowExecutor) readSettledLog(ctx context.Context, what string, read func() error) (string, error) {
+	lc, checks := we.runtime.(LogChecker)
+	var end time.Time
+	for n := 1; ; n++ {
+		if checks {
+			e, _, err := lc.SettleLog(ctx, wf.MainContainerName, end)
+			if err != nil {
+				we.log.WithError(err).Warnf("could not check that main's log has stopped growing: %s is read as it is", what)
+				checks = false
+			}
+			end = e
+		}
+		if err := read(); err != nil {
+			return "", err
+		}
+		if !checks {
+			return "", nil
+		}
+		after, settled, err := lc.SettleLog(ctx, wf.MainContainerName, end)
+		if err != nil {
+			we.log.WithError(err).Warnf("could not check that main's log did not grow while it was read: %s is kept as read", what)
+			return "", nil
+		}
+		if settled && after.Equal(end) {
+			return "", nil
+		}
+		if n == maxLogReads {
+			return fmt.Sprintf("main's log was still growing after main exited: it was read %d times and its last entry moved each time (last written at %s), so %s may be missing its end; "+
+				"the node's container runtime copies output to the log after main prints it, and was behind (a busy node); run the step again, or use the emissary or docker backend, which do not read it from the runtime's log",
+				n, after.UTC().Format(time.RFC3339Nano), what), nil
+		}
+		we.log.WithField("reads", n).Infof("main's log grew while it was read for %s (the node's runtime was still copying main's output to it): reading it again", what)
+		end = after
+	}
+}
 
 // readResult reads main's stdout (or, where the backend cannot separate
 // it, stdout and stderr interleaved, with a warning) and returns its last
