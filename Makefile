@@ -1,7 +1,7 @@
 # Thin wrapper: the real work is in hack/*.sh. `make help` lists the targets.
 SHELL := /bin/bash
 
-.PHONY: help build image unit lint test e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
+.PHONY: help build image unit lint test test-matrix e2e e2e-faults demo images cluster-up cluster-down bench bench-unit bench-argo fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,6 +20,9 @@ unit: ## unit tier: go test -race -short ./...
 
 test: ## everything CI runs: lint, unit tier, fuzz (10 s each), the e2e tier and the fault suite on the real local cluster, the bench smoke
 	hack/test.sh
+
+test-matrix: ## the e2e tier on each Kubernetes x containerd cell (hours; holds the testbed alone), table into docs/compatibility.md (hack/test-matrix.sh)
+	hack/test-matrix.sh
 
 e2e: ## bring up the local cluster, build and import images, run the e2e tier
 	hack/e2e.sh

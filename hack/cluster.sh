@@ -53,6 +53,7 @@ ensure_packages() {
 
 ensure_binaries() {
   "$HACK_DIR/lib/build.sh" k8s
+  "$HACK_DIR/lib/build.sh" containerd
   "$HACK_DIR/lib/build.sh" etcd
   "$HACK_DIR/lib/build.sh" versitygw
 }
@@ -61,12 +62,12 @@ ensure_binaries() {
 
 exe_of() {
   case $1 in
-    containerd) echo /usr/bin/containerd ;;
+    containerd) echo "$CONTAINERD_BIN/containerd" ;;
     etcd) echo "$BIN/etcd" ;;
-    apiserver) echo "$BIN/kube-apiserver" ;;
-    controller-manager) echo "$BIN/kube-controller-manager" ;;
-    scheduler) echo "$BIN/kube-scheduler" ;;
-    kubelet) echo "$BIN/kubelet" ;;
+    apiserver) echo "$K8S_BIN/kube-apiserver" ;;
+    controller-manager) echo "$K8S_BIN/kube-controller-manager" ;;
+    scheduler) echo "$K8S_BIN/kube-scheduler" ;;
+    kubelet) echo "$K8S_BIN/kubelet" ;;
     dockerd) echo /usr/sbin/dockerd ;;
     s3) echo "$BIN/versitygw" ;;
     *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
@@ -369,7 +370,7 @@ start_containerd() {
   running containerd && return 0
   if ! running kubelet; then node_cleanup; fi
   network_up
-  mkdir -p "$STATE/containerd/root" "$STATE/cni/net.d" "$STATE/cni/ipam"
+  mkdir -p "$STATE/containerd" "$CONTAINERD_ROOT" "$STATE/cni/net.d" "$STATE/cni/ipam"
   cat > "$STATE/cni/net.d/10-argoexec.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
@@ -390,9 +391,10 @@ start_containerd() {
   }]
 }
 EOF
+  # version 2 is containerd 1.x's format; containerd 2.x converts it to its version 3 on load
   cat > "$STATE/containerd/config.toml" <<EOF
 version = 2
-root = "$STATE/containerd/root"
+root = "$CONTAINERD_ROOT"
 state = "/run/containerd"
 [grpc]
   address = "$CONTAINERD_SOCK"
@@ -411,8 +413,8 @@ state = "/run/containerd"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
 EOF
-  log "starting containerd"
-  spawn containerd /usr/bin/containerd --config "$STATE/containerd/config.toml"
+  log "starting containerd ($CONTAINERD_VERSION)"
+  spawn containerd "$CONTAINERD_BIN/containerd" --config "$STATE/containerd/config.toml"
   await containerd 30 ctr --address "$CONTAINERD_SOCK" version || fail_start containerd
   # the sandbox (pause) image must be present before the kubelet creates a pod
   "$HACK_DIR/images.sh" --to containerd pause busybox >&2 || die "importing base images into containerd failed"
@@ -473,7 +475,7 @@ start_apiserver() {
   running apiserver && return 0
   log "starting kube-apiserver"
   write_audit_policy
-  spawn apiserver "$BIN/kube-apiserver" \
+  spawn apiserver "$K8S_BIN/kube-apiserver" \
     --etcd-servers http://127.0.0.1:2379 \
     --bind-address "$NODE_IP" --secure-port "$APISERVER_PORT" --advertise-address "$NODE_IP" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
@@ -518,7 +520,7 @@ start_controller_manager() {
   running controller-manager && return 0
   log "starting kube-controller-manager"
   local kc=$STATE/controller-manager.kubeconfig
-  spawn controller-manager "$BIN/kube-controller-manager" \
+  spawn controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
     --bind-address 127.0.0.1 --leader-elect=false \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
@@ -532,7 +534,7 @@ start_scheduler() {
   running scheduler && return 0
   log "starting kube-scheduler"
   local kc=$STATE/scheduler.kubeconfig
-  spawn scheduler "$BIN/kube-scheduler" \
+  spawn scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
     --bind-address 127.0.0.1 --leader-elect=false --profiling=false --v=1
   await scheduler 60 local_healthz 10259 || fail_start scheduler
@@ -586,7 +588,7 @@ featureGates: {${FEATURE_GATES%%=*}: ${FEATURE_GATES#*=}}
 EOF
   log "starting kubelet"
   UP_KUBELET_T0=$(date +%s)
-  spawn kubelet "$BIN/kubelet" --config "$STATE/kubelet-config.yaml" \
+  spawn kubelet "$K8S_BIN/kubelet" --config "$STATE/kubelet-config.yaml" \
     --kubeconfig "$STATE/kubelet.kubeconfig" --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" \
     --root-dir "$KUBELET_ROOT" --v=1
   await kubelet 60 curl -sf --max-time 2 http://127.0.0.1:10248/healthz || fail_start kubelet
@@ -695,6 +697,7 @@ cmd_kill() {
 cmd_up() {
   mkdir -p "$LOGS" "$RUN"
   local t0; t0=$(now_ms)
+  check_cell
   resume_paused
   if [ $# -gt 0 ]; then
     ensure_pki
@@ -704,6 +707,8 @@ cmd_up() {
   ensure_packages
   ensure_binaries
   ensure_pki
+  printf 'K8S_VERSION=%s\nCONTAINERD_VERSION=%s\n' "$K8S_VERSION" "$CONTAINERD_VERSION" > "$STATE/cell.env"
+  log "cell: $CELL"
   local t1; t1=$(now_ms)
   local c
   for c in "${COMPONENTS[@]}"; do
@@ -712,6 +717,23 @@ cmd_up() {
   done
   log "cluster up in $(( $(now_ms) - t0 )) ms"
   print_env
+}
+
+# check_cell: refuse to bring up one cell over another that is still running (`running` looks
+# for this cell's binaries, and would start a second containerd and kubelet beside the others).
+# Runs before anything reads a PID file: pid_of drops the file of a process it does not expect.
+check_cell() {
+  [ -f "$STATE/cell.env" ] || return 0
+  local want="K8S_VERSION=$K8S_VERSION CONTAINERD_VERSION=$CONTAINERD_VERSION" have f pid
+  have=$(tr '\n' ' ' < "$STATE/cell.env"); have=${have% }
+  [ "$have" = "$want" ] && return 0
+  for f in "$RUN"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f" 2>/dev/null || true)
+    [ -n "$pid" ] && [ -d "/proc/$pid" ] &&
+      die "the testbed runs another cell ($have) than the one asked for ($want): hack/cluster.sh down first"
+  done
+  log "the testbed was left in another cell ($have), nothing of it runs: bringing up $want"
 }
 
 cmd_down() {
@@ -732,8 +754,9 @@ cmd_down() {
   cleanup_cgroups
   stop_component apiserver
   stop_component etcd
-  unmount_under /run/containerd "$KUBELET_ROOT" "$STATE/docker" /run/docker "$STATE/containerd"
+  unmount_under /run/containerd "$KUBELET_ROOT" "$STATE/docker" /run/docker "$STATE/containerd" "$(dirname "$CONTAINERD_ROOT")"
   network_down
+  rm -f "$STATE/cell.env"
   rm -f /run/docker.pid
   log "down in $(( $(now_ms) - t0 )) ms"
 }
@@ -793,6 +816,7 @@ main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
   case $cmd in up|down|reset|kill) take_lock ;; esac
+  case $cmd in up) ;; *) set_cell running ;; esac
   case $cmd in
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Build/cache the testbed binaries from the Go module proxy (nothing else is reachable).
-# Usage: hack/lib/build.sh [k8s|etcd|versitygw|crictl|argo|all]
+# Usage: hack/lib/build.sh [k8s|etcd|versitygw|crictl|containerd|argo|all]
 set -euo pipefail
-CACHE=${ARGOEXEC_CACHE:-/var/cache/argoexec}
-BIN=$CACHE/bin
-K8S_VERSION=${K8S_VERSION:-v1.37.2}
+# shellcheck source=hack/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # CACHE, BIN, K8S_VERSION, K8S_BIN, CONTAINERD_*
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 CRICTL_VERSION=${CRICTL_VERSION:-v1.37.0}
 ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
-export PATH=/usr/local/go/bin:$PATH
 mkdir -p "$BIN"
 
 log() { echo "[build] $*" >&2; }
@@ -17,18 +15,20 @@ log() { echo "[build] $*" >&2; }
 k8s_ok() {
   local b
   for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
-    [ -x "$BIN/$b" ] || return 1
+    [ -x "$K8S_BIN/$b" ] || return 1
   done
   local v
   for b in kubelet kube-apiserver kube-controller-manager kube-scheduler; do
-    v=$("$BIN/$b" --version 2>/dev/null || true)
+    v=$("$K8S_BIN/$b" --version 2>/dev/null || true)
     [ "$v" = "Kubernetes $K8S_VERSION" ] || return 1
   done
 }
 
 build_k8s() {
-  if k8s_ok; then log "kubernetes $K8S_VERSION binaries present in $BIN"; return 0; fi
+  if k8s_ok; then log "kubernetes $K8S_VERSION binaries present in $K8S_BIN"; return 0; fi
   local d=$CACHE/k8s-build minor stg
+  [ "$K8S_BIN" = "$BIN" ] || d=$CACHE/k8s-build-$K8S_VERSION
+  mkdir -p "$K8S_BIN"
   minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   stg="v0.${K8S_VERSION#v1.}"
   mkdir -p "$d"
@@ -64,11 +64,11 @@ GO
     fi
     local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
     ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$BIN/" \
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_BIN/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
   )
-  k8s_ok || { log "kubernetes build produced wrong version"; "$BIN/kubelet" --version; return 1; }
+  k8s_ok || { log "kubernetes build produced wrong version"; "$K8S_BIN/kubelet" --version; return 1; }
   log "kubernetes $K8S_VERSION built in $((SECONDS - t0))s"
 }
 
@@ -108,6 +108,21 @@ build_versitygw() {
   CGO_ENABLED=0 GOBIN=$BIN go install -trimpath github.com/versity/versitygw/cmd/versitygw@"$VERSITYGW_VERSION"
   touch "$BIN/.versitygw-$VERSITYGW_VERSION"
   log "versitygw built in $((SECONDS - t0))s"
+}
+
+# containerd 2.x from github.com/containerd/containerd/v2 (CRI included): the daemon, its runc
+# shim and ctr, into $CONTAINERD_BIN. "debian" is Debian's package, which cluster.sh installs.
+build_containerd() {
+  [ "$CONTAINERD_VERSION" = debian ] && return 0
+  if [ -f "$CONTAINERD_BIN/.containerd-$CONTAINERD_VERSION" ]; then log "containerd $CONTAINERD_VERSION present in $CONTAINERD_BIN"; return 0; fi
+  local t0=$SECONDS m=github.com/containerd/containerd/v2
+  log "go install containerd $CONTAINERD_VERSION (cold: ~2-3 min)"
+  mkdir -p "$CONTAINERD_BIN"
+  ( cd /tmp && GOBIN=$CONTAINERD_BIN GOFLAGS=-mod=mod go install -trimpath \
+      -ldflags "-X $m/version.Version=$CONTAINERD_VERSION" \
+      "$m/cmd/containerd@$CONTAINERD_VERSION" "$m/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" "$m/cmd/ctr@$CONTAINERD_VERSION" )
+  touch "$CONTAINERD_BIN/.containerd-$CONTAINERD_VERSION"
+  log "containerd $CONTAINERD_VERSION built in $((SECONDS - t0))s"
 }
 
 build_crictl() {
@@ -164,7 +179,8 @@ case "${1:-all}" in
   etcd) build_etcd ;;
   versitygw|s3) build_versitygw ;;
   crictl) build_crictl ;;
+  containerd) build_containerd ;;
   argo) build_argo ;;
-  all) build_k8s; build_etcd; build_versitygw; build_crictl || true ;;
-  *) echo "usage: $0 [k8s|etcd|versitygw|crictl|argo|all]" >&2; exit 2 ;;
+  all) build_k8s; build_etcd; build_versitygw; build_containerd; build_crictl || true ;;
+  *) echo "usage: $0 [k8s|etcd|versitygw|crictl|containerd|argo|all]" >&2; exit 2 ;;
 esac

@@ -12,7 +12,41 @@ STATE=${ARGOEXEC_STATE:-/var/lib/argoexec-testbed}
 PKI=$STATE/pki
 LOGS=$STATE/logs
 RUN=$STATE/run
-K8S_VERSION=${K8S_VERSION:-v1.37.2}
+# The cell: which Kubernetes and which container runtime the testbed runs (hack/test-matrix.sh
+# runs the e2e tier on several). K8S_VERSION is built from the module proxy (hack/lib/build.sh
+# k8s): the default version's binaries live in $BIN, any other's in $CACHE/k8s-VERSION/bin, so
+# cells keep theirs side by side. CONTAINERD_VERSION is "debian" (Debian's package, 1.6) or an
+# upstream v2 release (v2.2.9) built from github.com/containerd/containerd/v2 (hack/lib/build.sh
+# containerd) into $CACHE/containerd-VERSION/bin, with a root of its own under $STATE.
+# A testbed that is up keeps its cell ($STATE/cell.env, written by `cluster.sh up`, removed by a
+# whole `cluster.sh down`): a script run without these set (the fault suite restarting one
+# component, e2e.sh) gets the running cell's, never the default's.
+K8S_DEFAULT_VERSION=v1.37.2
+# set_cell [running]: K8S_BIN, CONTAINERD_BIN, CONTAINERD_ROOT and CELL from K8S_VERSION and
+# CONTAINERD_VERSION; with "running", the running cell's versions first, whatever the
+# environment says (what stops or inspects the testbed acts on what runs).
+set_cell() {
+  if [ -f "$STATE/cell.env" ] && { [ "${1:-}" = running ] || [ -z "${K8S_VERSION:-}${CONTAINERD_VERSION:-}" ]; }; then
+    # shellcheck disable=SC1091
+    source "$STATE/cell.env"
+  fi
+  K8S_VERSION=${K8S_VERSION:-$K8S_DEFAULT_VERSION}
+  CONTAINERD_VERSION=${CONTAINERD_VERSION:-debian}
+  if [ "$K8S_VERSION" = "$K8S_DEFAULT_VERSION" ]; then K8S_BIN=$BIN; else K8S_BIN=$CACHE/k8s-$K8S_VERSION/bin; fi
+  if [ "$CONTAINERD_VERSION" = debian ]; then
+    CONTAINERD_BIN=/usr/bin CONTAINERD_ROOT=$STATE/containerd/root
+  else
+    CONTAINERD_BIN=$CACHE/containerd-$CONTAINERD_VERSION/bin CONTAINERD_ROOT=$STATE/containerd-$CONTAINERD_VERSION/root
+  fi
+  CELL="kubernetes $K8S_VERSION, containerd $CONTAINERD_VERSION"
+  # the cell's containerd (its shim and ctr) and Kubernetes first
+  PATH=$BIN:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin:$BASE_PATH
+  [ "$K8S_BIN" = "$BIN" ] || PATH=$K8S_BIN:$PATH
+  [ "$CONTAINERD_BIN" = /usr/bin ] || PATH=$CONTAINERD_BIN:$PATH
+  export PATH
+}
+BASE_PATH=$PATH # what set_cell prefixes, so that a second call replaces the first's prefix
+set_cell
 
 NODE_IP=10.88.0.1
 POD_CIDR=10.88.0.0/16
@@ -28,7 +62,7 @@ KUBELET_ROOT=/var/lib/kubelet
 ADMIN_KUBECONFIG=$STATE/admin.kubeconfig
 PAUSE_IMAGE=docker.io/library/pause:local
 
-export PATH=$BIN:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH
+
 
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die()  { log "ERROR: $*"; exit 1; }

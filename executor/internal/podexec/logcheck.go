@@ -26,13 +26,11 @@ const (
 	// maxTimestampBytes bounds the read of a log line's timestamp prefix.
 	maxTimestampBytes = 64
 	// logQuiet is how long ago the last entry of a container's log must
-	// have been written for SettleLog to take the log as complete at once.
-	// The runtime stamps each entry when it writes it, on the node's clock,
-	// which is wait's: wait runs on the same node.
-	logQuiet = 250 * time.Millisecond
-	// logRecheck is how long SettleLog waits before it asks for the end
-	// again; an end that has not moved in that time has settled.
-	logRecheck = 50 * time.Millisecond
+	// have been written for SettleLog to take the log as complete: the
+	// runtime has then written nothing for that long after the container
+	// exited. The runtime stamps each entry when it writes it, on the
+	// node's clock, which is wait's: wait runs on the same node.
+	logQuiet = 50 * time.Millisecond
 	// logSettleMax bounds SettleLog: a log still growing after that is
 	// read as it is, and its caller says what may be missing.
 	logSettleMax = 5 * time.Second
@@ -49,12 +47,13 @@ const (
 // node that copy can lag the container's exit by a second and more, and
 // the kubelet can report the exit before the copy is done (seen: a log
 // read at +0.95 s that held 278,528 of 300,009 bytes, its end missing).
-// A log whose last entry was written logQuiet ago or longer, or whose end
-// has not moved in logRecheck, or that still ends at known (an end the
-// caller saw settle before; zero for none), is taken as complete. The
-// caller reads the log after SettleLog and calls it again with the end it
-// returned: an end that moved in between means the read missed what was
-// written meanwhile.
+// A log whose last entry was written logQuiet ago or longer is taken as
+// complete; one written more recently is asked again once it would be
+// that old (an empty log, after logQuiet), and has settled when its end
+// has not moved. A log that still ends at known (an end the caller saw
+// settle before; zero for none) has settled at once. The caller reads the
+// log after SettleLog and calls it again with the end it returned: an end
+// that moved in between means the read missed what was written meanwhile.
 func (e *Engine) SettleLog(ctx context.Context, container string, last LastLogLine, known time.Time) (end time.Time, settled bool, err error) {
 	clk := e.cfg.Clock
 	deadline := clk.Now().Add(logSettleMax)
@@ -69,17 +68,22 @@ func (e *Engine) SettleLog(ctx context.Context, container string, last LastLogLi
 			end = ts
 		}
 		now := clk.Now()
-		if (seen && end.Equal(prev)) || (has && now.Sub(ts) >= logQuiet) {
+		age := now.Sub(ts)
+		if (seen && end.Equal(prev)) || (has && age >= logQuiet) {
 			return end, true, nil
 		}
 		if !now.Before(deadline) {
 			return end, false, nil
 		}
+		wait := logQuiet
+		if has && age > 0 {
+			wait -= age
+		}
 		prev, seen = end, true
 		select {
 		case <-ctx.Done():
 			return end, false, ctx.Err()
-		case <-clk.After(logRecheck):
+		case <-clk.After(wait):
 		}
 	}
 }

@@ -150,9 +150,10 @@ func TestLastLineTime(t *testing.T) {
 	}
 }
 
-// TestSettleLog: a log whose last entry is old, or whose end stays put for
-// a recheck, or still ends where the caller saw it settle, has settled; one
-// that keeps growing is given up on after logSettleMax, said as not settled.
+// TestSettleLog: a log whose last entry is logQuiet old, or whose end stays
+// put until it is, or still ends where the caller saw it settle, has
+// settled; one that keeps growing is given up on after logSettleMax, said
+// as not settled.
 func TestSettleLog(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -168,7 +169,7 @@ func TestSettleLog(t *testing.T) {
 		{name: "recent entry, end stays", ends: func(time.Time, int) (time.Time, bool) { return time.Unix(0, 0).Add(-10 * time.Millisecond), true }, wantAsks: 2, wantSettled: true},
 		{name: "recent entry, end known", known: true, ends: func(time.Time, int) (time.Time, bool) { return time.Unix(0, 0).Add(-10 * time.Millisecond), true }, wantAsks: 1, wantSettled: true},
 		{name: "grows, then stays", ends: func(now time.Time, i int) (time.Time, bool) {
-			return time.Unix(0, 0).Add(time.Duration(min(i, 2)) * logRecheck), true
+			return time.Unix(0, 0).Add(time.Duration(min(i, 2)) * logQuiet), true
 		}, wantAsks: 4, wantSettled: true},
 		{name: "empty, stays empty", ends: func(time.Time, int) (time.Time, bool) { return time.Time{}, false }, wantAsks: 2, wantSettled: true, wantEmpty: true},
 		{name: "keeps growing", ends: func(now time.Time, _ int) (time.Time, bool) { return now, true }, wantSettled: false},
@@ -181,7 +182,7 @@ func TestSettleLog(t *testing.T) {
 				known, _ = tc.ends(fc.Now(), 0)
 			}
 			asks := 0
-			stop := drive(t, fc, logRecheck)
+			stop := drive(t, fc, time.Millisecond)
 			end, settled, err := e.SettleLog(context.Background(), "main", func(_ context.Context, c string) (time.Time, bool, error) {
 				ts, has := tc.ends(fc.Now(), asks)
 				asks++
@@ -200,8 +201,8 @@ func TestSettleLog(t *testing.T) {
 			switch {
 			case tc.wantAsks > 0 && asks != tc.wantAsks:
 				t.Errorf("asked %d times, want %d", asks, tc.wantAsks)
-			case tc.wantAsks == 0 && asks < int(logSettleMax/logRecheck):
-				t.Errorf("asked %d times, want one every %v for %v", asks, logRecheck, logSettleMax)
+			case tc.wantAsks == 0 && asks < int(logSettleMax/logQuiet):
+				t.Errorf("asked %d times, want one every %v for %v", asks, logQuiet, logSettleMax)
 			}
 		})
 	}
