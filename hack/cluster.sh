@@ -646,9 +646,12 @@ start() {
 }
 
 print_env() {
+  local path=$BIN
+  [ "$K8S_BIN" = "$BIN" ] || path=$K8S_BIN:$path
+  [ "$CONTAINERD_BIN" = /usr/bin ] || path=$CONTAINERD_BIN:$path
   cat <<EOF
 export KUBECONFIG=$ADMIN_KUBECONFIG
-export PATH=$BIN:\$PATH
+export PATH=$path:\$PATH
 EOF
 }
 

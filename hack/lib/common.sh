@@ -22,7 +22,7 @@ RUN=$STATE/run
 # whole `cluster.sh down`): a script run without these set (the fault suite restarting one
 # component, e2e.sh) gets the running cell's, never the default's.
 K8S_DEFAULT_VERSION=v1.37.2
-# set_cell [running]: K8S_BIN, CONTAINERD_BIN, CONTAINERD_ROOT and CELL from K8S_VERSION and
+# set_cell env|running: K8S_BIN, CONTAINERD_BIN, CONTAINERD_ROOT and CELL from K8S_VERSION and
 # CONTAINERD_VERSION; with "running", the running cell's versions first, whatever the
 # environment says (what stops or inspects the testbed acts on what runs).
 set_cell() {
@@ -46,7 +46,7 @@ set_cell() {
   export PATH
 }
 BASE_PATH=$PATH # what set_cell prefixes, so that a second call replaces the first's prefix
-set_cell
+set_cell env # the environment, or the running cell when it names none
 
 NODE_IP=10.88.0.1
 POD_CIDR=10.88.0.0/16
