@@ -8,6 +8,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor/backend"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/config"
 )
 
 // overlays is manifests/overlays, from this package's directory.
@@ -42,8 +43,8 @@ func TestRegistrationsComplete(t *testing.T) {
 				t.Fatal("no constructor")
 			case r.Overlay == "":
 				t.Fatal("no RBAC overlay")
-			case (r.Stage != nil) != r.Pod.NeedsInit():
-				t.Fatalf("Stage set: %v, but the pod shape's NeedsInit: %v; a backend with an init hook needs init in every pod", r.Stage != nil, r.Pod.NeedsInit())
+			case (r.Stage != nil) != r.Pod.NeedsInit(config.Default()):
+				t.Fatalf("Stage set: %v, but the pod shape's NeedsInit (default configuration): %v; a backend with an init hook needs init in every pod it shapes with one", r.Stage != nil, r.Pod.NeedsInit(config.Default()))
 			}
 			seen[r.Name()] = true
 			if _, err := os.Stat(filepath.Join(overlays, r.Overlay, "kustomization.yaml")); err != nil {

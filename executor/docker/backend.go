@@ -44,7 +44,7 @@ func (podShape) CheckConfig(c *config.Config) []error {
 func (podShape) ReadsExitedMain() bool { return true }
 
 // NeedsInit implements podspec.Backend: init runs only to load input artifacts.
-func (podShape) NeedsInit() bool { return false }
+func (podShape) NeedsInit(*config.Config) bool { return false }
 
 // Shape implements podspec.Backend: wait gets the socket's path and a
 // read-only mount of it from the node, and runs as root (the socket is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 
 	"github.com/sirupsen/logrus"
@@ -52,8 +53,12 @@ func (podShape) CheckConfig(*config.Config) []error { return nil }
 func (podShape) ReadsExitedMain() bool { return true }
 
 // NeedsInit implements podspec.Backend: init's Stage copies the wrapper to
-// WrapperPath before any wrapped container starts, in every pod.
-func (podShape) NeedsInit() bool { return true }
+// WrapperPath before any wrapped container starts, in every pod, unless cfg
+// mounts the executor image into the wrapped containers instead
+// (emissaryImageVolume: always).
+func (podShape) NeedsInit(cfg *config.Config) bool {
+	return cfg == nil || cfg.EmissaryImageVolume != config.ImageVolumeAlways
+}
 
 // Shape implements podspec.Backend, as Argo v3.3.8's controller shapes an
 // emissary pod (argo-v3.3-protocol.md §1.4, §7.2): main and every sidecar
@@ -64,20 +69,69 @@ func (podShape) NeedsInit() bool { return true }
 // a command is refused: Argo's controller would look its image up in its
 // ConfigMap's images key, and this pod builder reads no image's
 // ENTRYPOINT.
-func (podShape) Shape(_ *config.Config, p *corev1.Pod) error {
+//
+// With emissaryImageVolume: always the wrapper is not copied by init: the
+// executor image is an image volume (KEP-4639) mounted read-only at
+// ImageMountPath in each wrapped container, which runs the binary from it
+// (ImageBinary), and reads the template from the projected pod annotation
+// (ARGO_TEMPLATE_PATH, the podmetadata volume) that init would have
+// copied.
+func (podShape) Shape(cfg *config.Config, p *corev1.Pod) error {
 	var errs []error
+	fromImage := cfg != nil && cfg.EmissaryImageVolume == config.ImageVolumeAlways
+	wrapperPath := WrapperPath
+	if fromImage {
+		wrapperPath = ImageBinary(cfg)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: ImageVolume, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: cfg.Executor.Image, PullPolicy: cfg.Executor.ImagePullPolicy}}})
+	}
 	for _, c := range podspec.UserContainers(p) {
 		if len(c.Command) == 0 {
 			errs = append(errs, noCommand(c.Name))
 			continue
 		}
-		c.Command = append([]string{WrapperPath, "emissary", "--"}, c.Command...)
+		c.Command = append([]string{wrapperPath, "emissary", "--"}, c.Command...)
 		c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvArgoContainerName, Value: c.Name})
-		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == workflow.VarRunArgoVolume }) {
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.VarRunArgoVolume, MountPath: workflow.VarRunArgoPath})
+		mount(c, workflow.VarRunArgoVolume, workflow.VarRunArgoPath)
+		if fromImage {
+			c.Env = append(c.Env, corev1.EnvVar{Name: workflow.EnvTemplatePath, Value: workflow.TemplateFile})
+			mount(c, ImageVolume, ImageMountPath)
+			mount(c, workflow.PodMetadataVolume, workflow.PodMetadataPath)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// The executor image as a volume (emissaryImageVolume: always).
+const (
+	// ImageVolume is the pod volume of the executor image.
+	ImageVolume = "argoexec-image"
+	// ImageMountPath is where the wrapped containers mount it, read-only.
+	ImageMountPath = "/var/run/argoexec-image"
+	// imageBinary is argoexec's path in the image when executor.command
+	// names no absolute path: the Dockerfile's /bin/argoexec.
+	imageBinary = "/bin/argoexec"
+)
+
+// ImageBinary is the wrapper's path in the wrapped containers when the
+// executor image is mounted at ImageMountPath: executor.command's first
+// element when it is an absolute path in the image, else /bin/argoexec.
+func ImageBinary(cfg *config.Config) string {
+	bin := imageBinary
+	if len(cfg.Executor.Command) > 0 && path.IsAbs(cfg.Executor.Command[0]) {
+		bin = cfg.Executor.Command[0]
+	}
+	return ImageMountPath + bin
+}
+
+// mount mounts volume at dir in c, unless c mounts it already; the
+// executor's own volumes are read-only there but var-run-argo, where the
+// wrapper writes.
+func mount(c *corev1.Container, volume, dir string) {
+	if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume }) {
+		return
+	}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: volume != workflow.VarRunArgoVolume})
 }
 
 // noCommand is the refusal of the container named name, which has no

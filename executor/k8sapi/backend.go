@@ -31,7 +31,7 @@ func (podShape) CheckConfig(*config.Config) []error { return nil }
 func (podShape) ReadsExitedMain() bool { return false }
 
 // NeedsInit implements podspec.Backend: init runs only to load input artifacts.
-func (podShape) NeedsInit() bool { return false }
+func (podShape) NeedsInit(*config.Config) bool { return false }
 
 // Shape implements podspec.Backend: k8sapi needs nothing in the pod.
 func (podShape) Shape(*config.Config, *corev1.Pod) error { return nil }

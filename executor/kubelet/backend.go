@@ -57,7 +57,7 @@ func (podShape) CheckConfig(c *config.Config) []error {
 func (podShape) ReadsExitedMain() bool { return false }
 
 // NeedsInit implements podspec.Backend: init runs only to load input artifacts.
-func (podShape) NeedsInit() bool { return false }
+func (podShape) NeedsInit(*config.Config) bool { return false }
 
 // Shape implements podspec.Backend: wait gets the kubelet's address (the
 // node's IP from the downward API), port, TLS settings, and the CA file

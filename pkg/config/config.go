@@ -46,6 +46,13 @@ type Config struct {
 	SidecarMode string `json:"sidecarMode,omitempty"`
 	// DockerSockPath is the Docker Engine socket on the node (docker backend).
 	DockerSockPath string `json:"dockerSockPath,omitempty"`
+	// EmissaryImageVolume says how emissary pods get the wrapper binary:
+	// ImageVolumeAlways mounts the executor image into the wrapped
+	// containers (an image volume, KEP-4639) and builds no init container
+	// for it; ImageVolumeNever copies it from init, as Argo's controller
+	// does; ImageVolumeAuto is always where every node can mount image
+	// volumes, as the caller finds out (see podspec.ImageVolumeSupport).
+	EmissaryImageVolume string `json:"emissaryImageVolume,omitempty"`
 	// Executor is the container spec of init and wait: image, pull policy,
 	// resources, env, args (appended to `argoexec init|wait`), securityContext.
 	Executor corev1.Container `json:"executor,omitempty"`
@@ -57,6 +64,16 @@ type Config struct {
 	// the controller to log; it is not itself a key.
 	Ignored []string `json:"-"`
 }
+
+// The values of EmissaryImageVolume.
+const (
+	// ImageVolumeAuto mounts the executor image where the cluster can.
+	ImageVolumeAuto = "auto"
+	// ImageVolumeAlways mounts the executor image into the wrapped containers.
+	ImageVolumeAlways = "always"
+	// ImageVolumeNever copies the wrapper from init.
+	ImageVolumeNever = "never"
+)
 
 // ExecutorSelector picks backend Name for workflows whose labels match Selector.
 type ExecutorSelector struct {
@@ -86,6 +103,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.DockerSockPath == "" {
 		c.DockerSockPath = workflow.DefaultDockerSockPath
+	}
+	if c.EmissaryImageVolume == "" {
+		c.EmissaryImageVolume = ImageVolumeAuto
 	}
 	if c.Executor.Image == "" {
 		c.Executor.Image = DefaultExecutorImage

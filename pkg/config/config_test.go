@@ -25,6 +25,7 @@ func TestDefaults(t *testing.T) {
 			KubeletPort:              10250,
 			SidecarMode:              "native",
 			DockerSockPath:           "/var/run/docker.sock",
+			EmissaryImageVolume:      "auto",
 			Executor:                 corev1.Container{Image: "argoexec:dev"},
 		}
 		if diff := cmp.Diff(want, c); diff != "" {

@@ -36,6 +36,7 @@ func ourKeys() []KeyDoc {
 		{"kubeletCAFile", "", "Absolute path on the node of the CA bundle that signs the kubelet's serving certificate; mounted read-only into wait at the same path. Empty means the service-account CA."},
 		{"sidecarMode", workflow.SidecarModeNative, "native: user sidecars are init containers with restartPolicy Always, stopped by the kubelet (Kubernetes >= 1.29); legacy: plain containers that wait kills."},
 		{"dockerSockPath", workflow.DefaultDockerSockPath, "Docker Engine socket on the node, mounted read-only into wait only (docker backend)."},
+		{"emissaryImageVolume", ImageVolumeAuto, "emissary backend: always mounts the executor image into main and the sidecars (an image volume: Kubernetes >= 1.35, containerd >= 2.1 or CRI-O >= 1.31) and builds no init container for the wrapper; never copies the wrapper from init, as Argo does; auto: always when every node can, as `argoexec-step run` checks (render: never)."},
 		{"executor", "", "Container spec of the init and wait containers (argoexec); the pod builder sets its name, volumeMounts and ARGO_* env."},
 		{"executor.image", DefaultExecutorImage, "argoexec image for init and wait; leave the key out for the default (an empty image is an error)."},
 		{"executor.imagePullPolicy", "", "Pull policy of the argoexec image: Always, IfNotPresent or Never (empty: the Kubernetes default)."},

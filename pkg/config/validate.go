@@ -41,6 +41,9 @@ func (c *Config) Validate(backends []Backend) error {
 	for _, b := range backends {
 		errs = append(errs, b.CheckConfig(c)...)
 	}
+	if !slices.Contains([]string{ImageVolumeAuto, ImageVolumeAlways, ImageVolumeNever}, c.EmissaryImageVolume) {
+		errs = append(errs, fmt.Errorf("emissaryImageVolume: unknown value %q (want %s, %s or %s)", c.EmissaryImageVolume, ImageVolumeAuto, ImageVolumeAlways, ImageVolumeNever))
+	}
 	if !slices.Contains([]string{workflow.SidecarModeNative, workflow.SidecarModeLegacy}, c.SidecarMode) {
 		errs = append(errs, fmt.Errorf("sidecarMode: unknown mode %q (want %s or %s)", c.SidecarMode, workflow.SidecarModeNative, workflow.SidecarModeLegacy))
 	}

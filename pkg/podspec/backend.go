@@ -25,12 +25,13 @@ type Backend interface {
 	// volumes, which wait mirrors under /mainctrfs). When false, Build
 	// refuses outputs that are not on a volume of main.
 	ReadsExitedMain() bool
-	// NeedsInit says whether every pod of this backend needs argoexec's
-	// init container, even when the template has no input artifacts to
-	// load: the backend's init hook (backend.Registration.Stage) must run
-	// before main, as emissary's stages the wrapper binary. Build adds
-	// init first among the init containers, before the native sidecars.
-	NeedsInit() bool
+	// NeedsInit says whether every pod this backend shapes under cfg needs
+	// argoexec's init container, even when the template has no input
+	// artifacts to load: the backend's init hook (backend.Registration.Stage)
+	// must run before main, as emissary's stages the wrapper binary unless
+	// cfg mounts it from the executor image. Build adds init first among
+	// the init containers, before the native sidecars.
+	NeedsInit(cfg *config.Config) bool
 	// Shape adds to pod, which Build has assembled for cfg, what the
 	// backend needs: wait's env, mounts and security context, the pod's
 	// volumes; a backend may also rewrite main's and the sidecars' commands

@@ -26,7 +26,7 @@ type wrapper struct {
 func (w wrapper) Name() string                       { return w.name }
 func (w wrapper) CheckConfig(*config.Config) []error { return nil }
 func (w wrapper) ReadsExitedMain() bool              { return true }
-func (w wrapper) NeedsInit() bool                    { return w.needsInit }
+func (w wrapper) NeedsInit(*config.Config) bool      { return w.needsInit }
 
 func (w wrapper) Shape(_ *config.Config, pod *corev1.Pod) error {
 	if w.shapeErr != nil {

@@ -141,7 +141,7 @@ type builder struct {
 func (b *builder) pod(tmplJSON string) *corev1.Pod {
 	main := b.mainContainer()
 	var initCtrs []corev1.Container
-	if needsInit(b.tmpl, b.backend) {
+	if needsInit(b.cfg, b.tmpl, b.backend) {
 		initCtrs = append(initCtrs, b.initContainer())
 	}
 	ctrs := []corev1.Container{main, b.waitContainer()}
@@ -217,8 +217,8 @@ func IgnoredFields(tmpl *workflow.Template) []string {
 // backend's own (Backend.NeedsInit). A script's source reaches main
 // through the ScriptVolume, and input parameters are substituted at render
 // time, so neither needs init.
-func needsInit(t *workflow.Template, backend Backend) bool {
-	return len(t.Inputs.Artifacts) > 0 || backend.NeedsInit()
+func needsInit(cfg *config.Config, t *workflow.Template, backend Backend) bool {
+	return len(t.Inputs.Artifacts) > 0 || backend.NeedsInit(cfg)
 }
 
 // withoutScriptSource is t as the template annotation carries it: a

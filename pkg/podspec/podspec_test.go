@@ -61,6 +61,7 @@ func TestGolden(t *testing.T) {
 		{name: "native-sidecars", config: "", template: "sidecar-ignores-term.yaml"},
 		{name: "script", config: "", template: "script.yaml"},
 		{name: "emissary", config: "containerRuntimeExecutor: emissary\n", template: "emissary.yaml"},
+		{name: "emissary-image-volume", config: "containerRuntimeExecutor: emissary\nemissaryImageVolume: always\nexecutor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: IfNotPresent\n", template: "emissary.yaml"},
 		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
 		{name: "argo-fields", config: "", template: "argo-fields.yaml"},
 		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +

@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -199,7 +202,12 @@ func finishOnCreate(client *fake.Clientset, phase corev1.PodPhase, outputs strin
 
 func runWithFake(t *testing.T, client *fake.Clientset, extra ...string) (string, error) {
 	t.Helper()
-	cm := writeFile(t, "cm.yaml", "")
+	return runWithFakeConfig(t, client, "", extra...)
+}
+
+func runWithFakeConfig(t *testing.T, client *fake.Clientset, configMap string, extra ...string) (string, error) {
+	t.Helper()
+	cm := writeFile(t, "cm.yaml", configMap)
 	o := &RunOptions{
 		Render:    RenderOptions{TemplateFile: filepath.Join(examples, "output-parameter.yaml"), ConfigMapFile: cm, ServiceAccount: "argoexec"},
 		Timeout:   time.Minute,
@@ -259,6 +267,66 @@ func TestRunSucceeded(t *testing.T) {
 	pods, _ := client.CoreV1().Pods("ns1").List(context.Background(), metav1.ListOptions{})
 	if len(pods.Items) != 0 {
 		t.Errorf("--rm left %d pods", len(pods.Items))
+	}
+}
+
+// TestRunEmissaryImageVolume: with emissaryImageVolume auto, run mounts the
+// executor image into main and builds no init when every node can mount
+// image volumes, and copies the wrapper from init when one cannot (or the
+// nodes cannot be listed), saying which and why.
+func TestRunEmissaryImageVolume(t *testing.T) {
+	node := func(name, runtime string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", ContainerRuntimeVersion: runtime}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		nodes     []runtime.Object
+		config    string
+		wantImage bool
+		wantLog   string
+	}{
+		{"containerd 2.2", []runtime.Object{node("a", "containerd://v2.2.9")}, "", true, "all 1 nodes run kubelet >= 1.35.0"},
+		{"one node on containerd 1.6", []runtime.Object{node("a", "containerd://v2.2.9"), node("b", "containerd://1.6.20~ds1")}, "", false, "node b runs containerd://1.6.20~ds1"},
+		{"never", []runtime.Object{node("a", "containerd://v2.2.9")}, "emissaryImageVolume: never\n", false, "init copies the wrapper"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(tc.nodes...)
+			finishOnCreate(client, corev1.PodSucceeded, "{}")
+			var created *corev1.Pod
+			client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				created = a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+				return false, nil, nil
+			})
+			log, hook := logtest.NewNullLogger()
+			o := &RunOptions{
+				Render:    RenderOptions{TemplateFile: filepath.Join(examples, "output-parameter.yaml"), ConfigMapFile: writeFile(t, "cm.yaml", "containerRuntimeExecutor: emissary\n"+tc.config), ServiceAccount: "argoexec"},
+				Timeout:   time.Minute,
+				NewClient: func(string) (kubernetes.Interface, string, error) { return client, "ns1", nil },
+			}
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := o.Run(context.Background(), &out, logrus.NewEntry(log)); err != nil {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			if created == nil {
+				t.Fatal("no pod created")
+			}
+			hasInit := slices.ContainsFunc(created.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == workflow.InitContainerName })
+			hasVolume := slices.ContainsFunc(created.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
+			if hasVolume != tc.wantImage || hasInit == tc.wantImage {
+				t.Errorf("image volume %v, init %v; want image volume %v and init %v", hasVolume, hasInit, tc.wantImage, !tc.wantImage)
+			}
+			var logged strings.Builder
+			for _, e := range hook.AllEntries() {
+				logged.WriteString(e.Message + " " + fmt.Sprint(e.Data["why"]) + "\n")
+			}
+			if !strings.Contains(logged.String(), tc.wantLog) {
+				t.Errorf("log does not say %q:\n%s", tc.wantLog, logged.String())
+			}
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoexec/argoexec/executor/backends"
+	"github.com/argoexec/argoexec/executor/emissary"
 	"github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/config"
 	"github.com/argoexec/argoexec/pkg/podspec"
@@ -142,6 +143,30 @@ func (o *RenderOptions) applyParams() error {
 	return nil
 }
 
+// resolveImageVolume settles emissaryImageVolume: auto before an emissary
+// pod is built, to always when support says the cluster's nodes can mount
+// image volumes and to never otherwise, and says which shape the pod gets
+// and why. Other backends ask nothing and log nothing.
+func (o *RenderOptions) resolveImageVolume(log *logrus.Entry, support func() (bool, string)) {
+	if name, err := o.config.Select(o.labels, backends.All().Config()); err != nil || name != emissary.ExecutorEmissary {
+		return
+	}
+	l := log.WithField("emissaryImageVolume", o.config.EmissaryImageVolume)
+	if o.config.EmissaryImageVolume == config.ImageVolumeAuto {
+		mount, why := support()
+		o.config.EmissaryImageVolume = config.ImageVolumeNever
+		if mount {
+			o.config.EmissaryImageVolume = config.ImageVolumeAlways
+		}
+		l = l.WithField("why", why).WithField("chosen", o.config.EmissaryImageVolume)
+	}
+	if o.config.EmissaryImageVolume == config.ImageVolumeAlways {
+		l.Info("emissary pod: the executor image is mounted into main and the sidecars (an image volume); no init container unless input artifacts need one")
+		return
+	}
+	l.Info("emissary pod: init copies the wrapper to /var/run/argo, as Argo's controller does")
+}
+
 // build renders the pod named name.
 func (o *RenderOptions) build(name string) (*corev1.Pod, error) {
 	pod, err := podspec.Build(o.config, backends.All().Pods(), o.template, podspec.Meta{
@@ -172,6 +197,9 @@ func (o *RenderOptions) Run(_ context.Context, out io.Writer, log *logrus.Entry)
 	if name == "" {
 		return usageErrorf("the template has no name: set --name")
 	}
+	o.resolveImageVolume(log, func() (bool, string) {
+		return false, "render does not see the cluster's nodes; set emissaryImageVolume: always where every node can mount image volumes"
+	})
 	pod, err := o.build(name)
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/argoexec/argoexec/pkg/podspec"
 )
 
 // defaultTimeout bounds a run when --timeout is not given.
@@ -87,6 +89,7 @@ func (o *RunOptions) Run(ctx context.Context, out io.Writer, log *logrus.Entry) 
 	if o.Render.Namespace == "" {
 		o.Render.Namespace = ns
 	}
+	o.Render.resolveImageVolume(log, func() (bool, string) { return imageVolumeSupport(ctx, client) })
 	pod, err := o.Render.build(podName(o.Render.Name, o.Render.template.Name))
 	if err != nil {
 		return err
@@ -109,6 +112,17 @@ func (o *RunOptions) Run(ctx context.Context, out io.Writer, log *logrus.Entry) 
 		return err
 	}
 	return o.finish(ctx, client, res, out, log)
+}
+
+// imageVolumeSupport says whether every node of the cluster can mount an
+// image volume (podspec.ImageVolumeSupport); a node list that cannot be
+// read is a no, saying why.
+func imageVolumeSupport(ctx context.Context, client kubernetes.Interface) (bool, string) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Sprintf("could not list the nodes to see whether they mount image volumes (%v); grant list on nodes, or set emissaryImageVolume", err)
+	}
+	return podspec.ImageVolumeSupport(nodes.Items)
 }
 
 // podName is --name, else the template's name with a random suffix, so

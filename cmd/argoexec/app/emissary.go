@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -37,8 +38,9 @@ type EmissaryOptions struct {
 
 // Complete fills the options from the arguments after `--` and the
 // environment. The template is read by the wrapper from Root/template
-// (argoexec init writes it); when that file does not exist, ARGO_TEMPLATE
-// is used.
+// (argoexec init writes it); when that file does not exist, from the file
+// ARGO_TEMPLATE_PATH names (argoexec-step's pods without init), else from
+// ARGO_TEMPLATE.
 func (o *EmissaryOptions) Complete(args []string, stdio IO) error {
 	if o.Exit == nil {
 		o.Exit = os.Exit
@@ -56,10 +58,21 @@ func (o *EmissaryOptions) Complete(args []string, stdio IO) error {
 	o.Config.Env = o.Environ()
 	o.Config.Stdout, o.Config.Stderr = stdio.Out, stdio.Err
 	if _, err := os.Stat(filepath.Join(o.Root, "template")); errors.Is(err, fs.ErrNotExist) {
-		if js := stdio.Getenv(wf.EnvArgoTemplate); js != "" {
-			t, err := wf.DecodeTemplate([]byte(js))
+		var js []byte
+		switch p := stdio.Getenv(wf.EnvTemplatePath); {
+		case p != "":
+			// argoexec-step's pods without init (the executor image
+			// mounted as a volume): the template annotation, projected.
+			if js, err = os.ReadFile(p); err != nil {
+				return fmt.Errorf("emissary: read the template from %s (%s): %w", p, wf.EnvTemplatePath, err)
+			}
+		default:
+			js = []byte(stdio.Getenv(wf.EnvArgoTemplate))
+		}
+		if len(js) > 0 {
+			t, err := wf.DecodeTemplate(js)
 			if err != nil {
-				return usageErrorf("emissary: %s: %v", wf.EnvArgoTemplate, err)
+				return usageErrorf("emissary: the template (%s or %s): %v", wf.EnvTemplatePath, wf.EnvArgoTemplate, err)
 			}
 			o.Config.Template = t
 		}
