@@ -99,6 +99,14 @@ const (
 	EnvArgoProgressPatchTick = "ARGO_PROGRESS_PATCH_TICK_DURATION"
 	// EnvArgoProgressFileTick is how often wait reads the progress file.
 	EnvArgoProgressFileTick = "ARGO_PROGRESS_FILE_TICK_DURATION"
+	// EnvStorageEmulatorHost points the gcs store at a GCS emulator
+	// (host[:port] or a URL), talked to without credentials, as Google's
+	// storage client reads it.
+	EnvStorageEmulatorHost = "STORAGE_EMULATOR_HOST"
+	// EnvGCEMetadataHost is the GCE metadata server's host[:port] the gcs
+	// store gets its workload-identity token from, as Google's metadata
+	// client reads it.
+	EnvGCEMetadataHost = "GCE_METADATA_HOST"
 	// EnvArgoTerminationGrace is the pod's terminationGracePeriodSeconds,
 	// set on wait only when the pod spec sets it.
 	EnvArgoTerminationGrace = "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"
@@ -256,6 +264,8 @@ func EnvVars() []EnvDoc {
 		{EnvArgoProgressFileTick, "Argo: every container", "How often wait reads the progress file (Go duration)."},
 		{EnvArgoProgressPatchTick, "Argo: every container", "How often, at most, wait reports progress (Go duration)."},
 		{EnvArgoTerminationGrace, "Argo: wait", "The pod's terminationGracePeriodSeconds: grace between SIGTERM and SIGKILL when wait stops sidecars."},
+		{EnvStorageEmulatorHost, "Argo: init, wait (gcs)", "A GCS emulator (host[:port], plain HTTP, or a URL) that gcs artifacts go to, without credentials, as Google's client does; unset means Google Cloud Storage."},
+		{EnvGCEMetadataHost, "Argo: init, wait (gcs)", "The GCE metadata server (host[:port]) that gives gcs artifacts without serviceAccountKeySecret their workload-identity token; default 169.254.169.254."},
 		{EnvArgoContainerName, "main and sidecars (emissary); Argo: every container", "The container's own name: `argoexec emissary` keeps the container's exit code, output and signal files under /var/run/argo/ctr/NAME."},
 	}
 }
