@@ -165,7 +165,7 @@ func TestGCSFakeServer(t *testing.T) {
 	}{
 		{name: "missing object", store: s, art: wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{Key: "wf/nope.tgz"}}, want: "gcs: download gs://argo/wf/nope.tgz: 404", notFound: true},
 		{name: "missing bucket", store: s, art: wf.Artifact{Name: "out", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "gone"}, Key: "k"}}, save: true, want: "the bucket does not exist"},
-		{name: "server gone", store: NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindGCS: NewGCS(GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: deadHost}, Backoff: 10 * time.Millisecond}, discard())}}, discard()), art: wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{Key: "k"}}, want: "the server did not answer (5 tries); is the emulator STORAGE_EMULATOR_HOST=" + deadHost},
+		{name: "server gone", store: NewStore(StoreConfig{Drivers: map[string]Driver{wf.KindGCS: NewGCS(GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: deadHost}, Backoff: 10 * time.Millisecond}, discard())}}, discard()), art: wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "argo"}, Key: "k"}}, want: "the server did not answer (5 tries); is the emulator STORAGE_EMULATOR_HOST=" + deadHost},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
