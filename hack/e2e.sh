@@ -14,6 +14,7 @@
 #   ARGOEXEC_E2E_DOCKER_SOCK    /var/run/docker.sock
 #   ARGOEXEC_E2E_S3_ENDPOINT    http://10.88.0.1:7070 (versitygw; reachable from pods)
 #   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
+#   ARGOEXEC_E2E_GCS_HOST       10.88.0.1:7071 (fake-gcs-server; from $STATE/gcs.env)
 #   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
 #                               ($ARGOEXEC_DEV_IMAGE when set: hack/images.sh builds that name)
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
