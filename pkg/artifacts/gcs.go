@@ -85,6 +85,9 @@ type GCS struct {
 	cfg   GCSConfig
 	log   *logrus.Entry
 	retry retryPolicy
+	// metadata is how the metadata server is asked: briefly, since off
+	// Google Cloud its address may not answer at all.
+	metadata retryPolicy
 
 	mu     sync.Mutex
 	tokens map[string]*gcsToken // by service-account key; "" is the metadata server's
@@ -107,7 +110,10 @@ func NewGCS(cfg GCSConfig, log *logrus.Entry) *GCS {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &GCS{cfg: cfg, log: log, retry: retryPolicy{client: cfg.Client, tries: cfg.Tries, backoff: cfg.Backoff}, tokens: map[string]*gcsToken{}}
+	brief := &http.Client{Transport: cfg.Client.Transport, Timeout: metadataTimeout}
+	return &GCS{cfg: cfg, log: log, tokens: map[string]*gcsToken{},
+		retry:    retryPolicy{client: cfg.Client, tries: cfg.Tries, backoff: cfg.Backoff},
+		metadata: retryPolicy{client: brief, tries: min(cfg.Tries, 3), backoff: cfg.Backoff}}
 }
 
 // apiRoot is the root URL requests go to.
@@ -240,7 +246,8 @@ func (g *GCS) loadDir(ctx context.Context, loc wf.GCSArtifact, objs []gcsObject,
 	return nil
 }
 
-// objectURL is the JSON API's URL of loc's object (its media with media).
+// objectURL is the JSON API's URL of loc's object, with query (alt=media
+// for its content).
 func objectURL(root string, loc wf.GCSArtifact, query url.Values) string {
 	u := root + "/storage/v1/b/" + url.PathEscape(loc.Bucket) + "/o/" + url.PathEscape(loc.Key)
 	if len(query) > 0 {

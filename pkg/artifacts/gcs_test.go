@@ -332,6 +332,8 @@ func TestGCSErrors(t *testing.T) {
 			want: []string{"gcs: download gs://b/k: 401", "credentials refused: check the Google service account the pod's workload identity maps to", "roles/storage.objectAdmin"}},
 		{name: "credentials refused (key)", cfg: GCSConfig{Secrets: secrets, Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: withKey(gcsArt("in", "b", "k")),
 			want: []string{"get an access token for service account argoexec@test.iam.gserviceaccount.com from http://127.0.0.1:1/token: no answer", "check the key in the secret named by serviceAccountKeySecret"}},
+		{name: "no key and no metadata server", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: strings.TrimPrefix(dead.URL, "http://")}}, art: gcsArt("in", "b", "k"),
+			want: []string{"gcs: download gs://b/k: credentials: no serviceAccountKeySecret is set, so workload identity is used: get a token from the GCE metadata server", "no answer (3 tries)", "set serviceAccountKeySecret on the artifact or on archiveLocation.gcs"}},
 		{name: "key secret not mounted", cfg: GCSConfig{Secrets: SecretFiles{Root: t.TempDir()}}, art: withKey(gcsArt("in", "b", "k")),
 			want: []string{"gcs: download gs://b/k: credentials: gcs.serviceAccountKeySecret: key \"key.json\" of secret \"sa\" is not mounted"}},
 		{name: "not a service-account key", cfg: GCSConfig{Secrets: mapSecrets{"gcs.serviceAccountKeySecret": `{"type":"authorized_user"}`}}, art: withKey(gcsArt("in", "b", "k")),

@@ -36,6 +36,10 @@ const googleTokenURL = "https://oauth2.googleapis.com/token"
 // defaultMetadataHost is the GCE metadata server's address.
 const defaultMetadataHost = "169.254.169.254"
 
+// metadataTimeout bounds one request to the metadata server, which answers
+// in milliseconds where it exists and may swallow packets where it does not.
+const metadataTimeout = 5 * time.Second
+
 // gcsToken is one access token, fetched again when it is about to expire.
 type gcsToken struct {
 	clock clock.PassiveClock
@@ -184,7 +188,7 @@ func (g *GCS) jwtToken(ctx context.Context, sa serviceAccountKey) (string, time.
 	}
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {unsigned + "." + enc.EncodeToString(sig)}}.Encode()
 	what := fmt.Sprintf("get an access token for service account %s from %s", sa.ClientEmail, sa.TokenURI)
-	return g.fetchToken(ctx, what, "check the key in the secret named by serviceAccountKeySecret (it may have been deleted or disabled) and this machine's clock", func() (*http.Request, error) {
+	return g.fetchToken(ctx, g.retry, what, "check the key in the secret named by serviceAccountKeySecret (it may have been deleted or disabled) and this machine's clock", func() (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, sa.TokenURI, strings.NewReader(form))
 		if err != nil {
 			return nil, err
@@ -199,7 +203,7 @@ func (g *GCS) jwtToken(ctx context.Context, sa serviceAccountKey) (string, time.
 func (g *GCS) metadataToken(ctx context.Context, host string) (string, time.Duration, error) {
 	u := "http://" + host + "/computeMetadata/v1/instance/service-accounts/default/token?" + url.Values{"scopes": {gcsScope}}.Encode()
 	what := fmt.Sprintf("no serviceAccountKeySecret is set, so workload identity is used: get a token from the GCE metadata server %s", host)
-	return g.fetchToken(ctx, what, "set serviceAccountKeySecret on the artifact or on archiveLocation.gcs, or run the pod on GKE with workload identity (its Kubernetes service account bound to a Google service account)", func() (*http.Request, error) {
+	return g.fetchToken(ctx, g.metadata, what, "set serviceAccountKeySecret on the artifact or on archiveLocation.gcs, or run the pod on GKE with workload identity (its Kubernetes service account bound to a Google service account)", func() (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return nil, err
@@ -209,10 +213,11 @@ func (g *GCS) metadataToken(ctx context.Context, host string) (string, time.Dura
 	})
 }
 
-// fetchToken sends a token request and reads the token; what says what
-// it was for and check what to do when it is refused or unanswered.
-func (g *GCS) fetchToken(ctx context.Context, what, check string, newReq func() (*http.Request, error)) (string, time.Duration, error) {
-	resp, tries, err := g.retry.send(ctx, newReq, nil)
+// fetchToken sends a token request as p says and reads the token; what
+// says what it was for and check what to do when it is refused or
+// unanswered.
+func (g *GCS) fetchToken(ctx context.Context, p retryPolicy, what, check string, newReq func() (*http.Request, error)) (string, time.Duration, error) {
+	resp, tries, err := p.send(ctx, newReq, nil)
 	if err != nil {
 		if tries == 0 || ctx.Err() != nil {
 			return "", 0, fmt.Errorf("credentials: %s: %w", what, err)
