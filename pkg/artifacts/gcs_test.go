@@ -1,6 +1,8 @@
 package artifacts
 
 import (
+	"cmp"
+
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -301,7 +303,6 @@ func TestGCSLoadChecks(t *testing.T) {
 // to check; a missing object wraps ErrNotFound, so optional inputs work.
 func TestGCSErrors(t *testing.T) {
 	fake, srv := newFakeGCS(t, "b")
-	fake.token = "good"
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	keyJSON, _ := testServiceAccountKey(t, "http://127.0.0.1:1/token")
@@ -312,23 +313,28 @@ func TestGCSErrors(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "f")
 	mustWrite(t, file, "x")
-	emu := func(root string) GCSConfig { return GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: strings.TrimPrefix(root, "http://")}} }
+	emu := func(root string) GCSConfig {
+		return GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: strings.TrimPrefix(root, "http://")}}
+	}
 	tests := []struct {
-		name     string
-		cfg      GCSConfig
-		root     string
-		art      wf.Artifact
-		save     bool
-		want     []string
-		notFound bool
+		name string
+		cfg  GCSConfig
+		// root: the fake (""), or none ("-": the emulator's or Google's)
+		root string
+		// serverToken: the token the fake takes, when not the metadata server's
+		serverToken string
+		art         wf.Artifact
+		save        bool
+		want        []string
+		notFound    bool
 	}{
-		{name: "missing object", cfg: GCSConfig{}, root: "", art: gcsArt("in", "b", "nope"),
+		{name: "missing object", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: gcsArt("in", "b", "nope"),
 			want: []string{"gcs: download gs://b/nope: 404", "No such object", "no object under nope/", "check the key"}, notFound: true},
-		{name: "missing bucket on load", art: gcsArt("in", "gone", "k"),
+		{name: "missing bucket on load", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: gcsArt("in", "gone", "k"),
 			want: []string{"gs://gone/k/", "the bucket does not exist: create it or fix the bucket"}},
-		{name: "missing bucket on save", art: gcsArt("out", "gone", "k"), save: true,
+		{name: "missing bucket on save", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: gcsArt("out", "gone", "k"), save: true,
 			want: []string{"gcs: upload gs://gone/k: 404", "the bucket does not exist"}},
-		{name: "credentials refused (workload identity)", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: gcsArt("in", "b", "k"),
+		{name: "credentials refused (workload identity)", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, serverToken: "other", art: gcsArt("in", "b", "k"),
 			want: []string{"gcs: download gs://b/k: 401", "credentials refused: check the Google service account the pod's workload identity maps to", "roles/storage.objectAdmin"}},
 		{name: "credentials refused (key)", cfg: GCSConfig{Secrets: secrets, Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: withKey(gcsArt("in", "b", "k")),
 			want: []string{"get an access token for service account argoexec@test.iam.gserviceaccount.com from http://127.0.0.1:1/token: no answer", "check the key in the secret named by serviceAccountKeySecret"}},
@@ -342,7 +348,7 @@ func TestGCSErrors(t *testing.T) {
 			want: []string{"gcs: download gs://b/k at " + dead.URL + ": the server did not answer (5 tries)", "is the emulator STORAGE_EMULATOR_HOST=" + strings.TrimPrefix(dead.URL, "http://") + " up and reachable from the pod?"}},
 		{name: "bad emulator host", cfg: GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: "ftp://x"}}, root: "-", art: gcsArt("in", "b", "k"),
 			want: []string{`STORAGE_EMULATOR_HOST="ftp://x" is neither host[:port] nor an http(s) URL`}},
-		{name: "no bucket", art: wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{Key: "k"}},
+		{name: "no bucket", cfg: GCSConfig{Endpoints: GCSEndpoints{MetadataHost: "META"}}, art: wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{Key: "k"}},
 			want: []string{`gcs: artifact "in": bucket "" and key "k" must both be set`, "archiveLocation.gcs"}},
 	}
 	meta := newMetadataServer(t, "good")
@@ -358,13 +364,9 @@ func TestGCSErrors(t *testing.T) {
 				tt.root = ""
 			}
 			g := testGCS(tt.root, tt.cfg)
-			if tt.name == "missing object" || tt.name == "missing bucket on load" || tt.name == "missing bucket on save" || tt.name == "no bucket" {
-				g.cfg.Endpoints.MetadataHost = meta // the workload-identity token the fake takes
-			}
-			if tt.name == "credentials refused (workload identity)" {
-				fake.token = "other"
-				defer func() { fake.token = "good" }()
-			}
+			fake.mu.Lock()
+			fake.token = cmp.Or(tt.serverToken, "good") // "good": the metadata server's
+			fake.mu.Unlock()
 			var err error
 			if tt.save {
 				_, err = g.Save(t.Context(), file, tt.art)
@@ -573,4 +575,3 @@ func wantFile(t *testing.T, p, want string) {
 		t.Errorf("%s = %q, %v; want %q", p, b, err, want)
 	}
 }
-
