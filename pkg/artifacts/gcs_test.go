@@ -2,7 +2,6 @@ package artifacts
 
 import (
 	"cmp"
-
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
