@@ -38,8 +38,10 @@ const (
 
 // argoGCSFileWorkflow: produce stores two outputs in gcs: a tarball at a key of its own, and a
 // file with archive: none at the key the template's archiveLocation.gcs gives (KEY/BASENAME, as
-// Argo's executor relocates it); consume loads the first from its gcs location
-// as written in its own inputs, and the second passed with from:, and prints both.
+// Argo's executor locates it); consume loads the first from its gcs location as written in its
+// own inputs, and the second passed with from:, and prints both. Argo's controller passes the
+// second as a key alone, which both images relocate onto consume's own archiveLocation (without
+// one, the default repository's: S3).
 const argoGCSFileWorkflow = `apiVersion: argoproj.io/v1alpha1
 kind: Workflow
 metadata:
@@ -83,6 +85,10 @@ spec:
         path: /work/plain.txt
         archive: {none: {}}
   - name: consume
+    archiveLocation:
+      gcs:
+        bucket: ` + argoGCSBucket + `
+        key: "{{workflow.name}}/consume"
     podSpecPatch: ` + gcsInitEnvPatch + `
     inputs:
       artifacts:

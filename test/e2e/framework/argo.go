@@ -398,7 +398,15 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	bucket, _, _ := unstructured.NestedString(status, "artifactRepositoryRef", "artifactRepository", "s3", "bucket")
 	var errs []error
 	var lastKeys map[string]string // the keys of the list arts read last
-	arts := func(list []any) map[string]map[string]string {
+	// A gcs output reported as a key alone is in its template's archiveLocation.gcs bucket.
+	gcsBuckets := map[string]string{}
+	templates, _, _ := unstructured.NestedSlice(wf.Object, "spec", "templates")
+	for _, raw := range templates {
+		tm, _ := raw.(map[string]any)
+		name, _, _ := unstructured.NestedString(tm, "name")
+		gcsBuckets[name], _, _ = unstructured.NestedString(tm, "archiveLocation", "gcs", "bucket")
+	}
+	arts := func(list []any, gcsBucket string) map[string]map[string]string {
 		out := map[string]map[string]string{}
 		lastKeys = map[string]string{}
 		for _, raw := range list {
@@ -409,7 +417,9 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 			fetch, where := a.fetchArtifact, "s3"
 			if gk, ok, _ := unstructured.NestedString(am, "gcs", "key"); ok {
 				key, fetch, where = gk, a.fetchGCSArtifact, "gs"
-				b, _, _ = unstructured.NestedString(am, "gcs", "bucket")
+				if b, _, _ = unstructured.NestedString(am, "gcs", "bucket"); b == "" {
+					b = gcsBucket
+				}
 			}
 			if b == "" && where == "s3" {
 				b = bucket
@@ -439,7 +449,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	gp, _, _ := unstructured.NestedSlice(status, "outputs", "parameters")
 	ga, _, _ := unstructured.NestedSlice(status, "outputs", "artifacts")
-	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga)
+	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga, "")
 
 	nodes, _, _ := unstructured.NestedMap(status, "nodes")
 	for id, raw := range nodes {
@@ -462,7 +472,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 		op, _, _ := unstructured.NestedSlice(nm, "outputs", "parameters")
 		oa, _, _ := unstructured.NestedSlice(nm, "outputs", "artifacts")
 		ip, _, _ := unstructured.NestedSlice(nm, "inputs", "parameters")
-		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa), params(ip)
+		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa, gcsBuckets[n.Template]), params(ip)
 		n.ArtifactKeys = lastKeys
 		if n.Type == "Pod" && n.Phase != "Skipped" && n.Phase != "Pending" {
 			// POD_NAMES v1 (v3.3.8's default): the pod is named after the node ID
