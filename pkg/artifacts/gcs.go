@@ -50,6 +50,9 @@ type GCSConfig struct {
 	Default *wf.GCSArtifact
 	// Secrets reads the service-account key serviceAccountKeySecret names.
 	Secrets SecretReader
+	// RepositoryOnly allows only Default's bucket, with Default's
+	// credentials: our pod builder passes only the repository's key.
+	RepositoryOnly bool
 	// Endpoints are the emulator and the metadata server, if any.
 	Endpoints GCSEndpoints
 	// APIRoot is the GCS JSON API's root URL; empty means
@@ -142,10 +145,13 @@ func (g *GCS) location(art wf.Artifact) (wf.GCSArtifact, error) {
 		return wf.GCSArtifact{}, fmt.Errorf("gcs: artifact %q has no gcs location", art.Name)
 	}
 	loc := *art.GCS
-	if loc.Bucket == "" && g.cfg.Default != nil {
+	if def := g.cfg.Default; def != nil && (loc.Bucket == "" || g.cfg.RepositoryOnly && loc.Bucket == def.Bucket) {
 		key := loc.Key
-		loc = *g.cfg.Default
+		loc = *def
 		loc.Key = key
+	}
+	if g.cfg.RepositoryOnly && (g.cfg.Default == nil || loc.Bucket != g.cfg.Default.Bucket) {
+		return loc, fmt.Errorf("gcs: artifact %q: %s is not in the artifact repository's bucket: only the repository's bucket is allowed, whose credentials this pod holds", art.Name, gsURL(loc.Bucket, loc.Key))
 	}
 	if loc.Bucket == "" || loc.Key == "" {
 		return loc, fmt.Errorf("gcs: artifact %q: bucket %q and key %q must both be set, on the artifact or by the artifact repository (archiveLocation.gcs)", art.Name, loc.Bucket, loc.Key)

@@ -271,6 +271,35 @@ func TestGCSRoundTrip(t *testing.T) {
 	}
 }
 
+// TestGCSRepositoryOnly: under our pod builder every gcs artifact is in the
+// repository's bucket, with its credentials; another bucket is refused.
+func TestGCSRepositoryOnly(t *testing.T) {
+	sel := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sa"}, Key: "key.json"}
+	def := &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "repo", ServiceAccountKeySecret: sel}}
+	for _, tt := range []struct {
+		name    string
+		art     wf.Artifact
+		wantErr string
+	}{
+		{name: "a key alone", art: wf.Artifact{Name: "a", GCS: &wf.GCSArtifact{Key: "k"}}},
+		{name: "the repository's bucket, without its secret", art: gcsArt("a", "repo", "k")},
+		{name: "another bucket", art: gcsArt("a", "other", "k"), wantErr: `gcs: artifact "a": gs://other/k is not in the artifact repository's bucket`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			loc, err := NewGCS(GCSConfig{Default: def, RepositoryOnly: true}, discard()).location(tt.art)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("location: %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || loc.Bucket != "repo" || loc.Key != "k" || loc.ServiceAccountKeySecret != sel {
+				t.Errorf("location = %+v, %v; want the repository's bucket and secret", loc, err)
+			}
+		})
+	}
+}
+
 // TestGCSLoadChecks: a download is checked against the SHA-256 Save
 // records, or else against the server's CRC32C (Argo's uploads).
 func TestGCSLoadChecks(t *testing.T) {

@@ -81,14 +81,14 @@ func newOSSKind(env Env) (Driver, error) {
 }
 
 // newGCSKind is the gcs store of env, with the secrets env's credentials
-// can read (SecretFiles); none under RepositoryOnly, whose pods hold only
-// the S3 repository's keys.
+// can read (SecretFiles); under RepositoryOnly, only with a gcs default,
+// whose bucket and credentials every artifact then uses.
 func newGCSKind(env Env) (Driver, error) {
-	if env.RepositoryOnly {
+	if env.RepositoryOnly && env.Default.GCS == nil {
 		return nil, nil
 	}
 	secrets, _ := env.Credentials.(SecretReader)
-	return NewGCS(GCSConfig{Default: env.Default.GCS, Secrets: secrets, Endpoints: env.GCS}, env.Log), nil
+	return NewGCS(GCSConfig{Default: env.Default.GCS, Secrets: secrets, Endpoints: env.GCS, RepositoryOnly: env.RepositoryOnly}, env.Log), nil
 }
 
 // newS3Kind is the s3 store of env: the default bucket and keys, limited
