@@ -19,7 +19,7 @@ set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-COMPONENTS=(containerd etcd apiserver controller-manager scheduler kubelet dockerd s3)
+COMPONENTS=(containerd etcd apiserver controller-manager scheduler kubelet dockerd s3 gcs)
 # kube-apiserver and kubelet: pods/log?stream=Stdout|Stderr (alpha since 1.32), so a backend can
 # read a container's stdout alone (Argo's script result) instead of the combined log.
 FEATURE_GATES=PodLogsQuerySplitStreams=true
@@ -56,6 +56,7 @@ ensure_binaries() {
   "$HACK_DIR/lib/build.sh" containerd
   "$HACK_DIR/lib/build.sh" etcd
   "$HACK_DIR/lib/build.sh" versitygw
+  "$HACK_DIR/lib/build.sh" fake-gcs-server
 }
 
 # ---------------------------------------------------------------- process bookkeeping
@@ -70,6 +71,7 @@ exe_of() {
     kubelet) echo "$K8S_BIN/kubelet" ;;
     dockerd) echo /usr/sbin/dockerd ;;
     s3) echo "$BIN/versitygw" ;;
+    gcs) echo "$BIN/fake-gcs-server" ;;
     *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
   esac
 }
@@ -631,6 +633,21 @@ EOF
   await s3 30 s3_up || fail_start s3
 }
 
+gcs_up() { curl -sf --max-time 2 -o /dev/null "http://$NODE_IP:$GCS_PORT/storage/v1/b"; }
+
+# The GCS emulator (fsouza/fake-gcs-server, plain HTTP, in memory: a restart empties it) on the
+# node IP, so that pods reach it; gcs artifacts go there with STORAGE_EMULATOR_HOST set on init
+# and wait, as Google's client (Argo's) and ours read it.
+start_gcs() {
+  running gcs && return 0
+  ip -4 addr show dev cni0 2>/dev/null | grep -q "inet $NODE_IP/" || network_up
+  echo "ARGOEXEC_E2E_GCS_HOST=$NODE_IP:$GCS_PORT" > "$STATE/gcs.env"
+  log "starting fake-gcs-server (GCS emulator, in memory)"
+  spawn gcs "$BIN/fake-gcs-server" -scheme http -host "$NODE_IP" -port "$GCS_PORT" -backend memory \
+    -external-url "http://$NODE_IP:$GCS_PORT" -public-host "$NODE_IP:$GCS_PORT" -log-level warn
+  await gcs 30 gcs_up || fail_start gcs
+}
+
 start() {
   case $1 in
     containerd) start_containerd ;;
@@ -641,6 +658,7 @@ start() {
     kubelet) start_kubelet ;;
     dockerd) start_dockerd ;;
     s3) start_s3 ;;
+    gcs) start_gcs ;;
     *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
   esac
 }
@@ -747,6 +765,7 @@ cmd_down() {
     return 0
   fi
   local t0; t0=$(now_ms)
+  stop_component gcs
   stop_component s3
   stop_component dockerd
   stop_component kubelet

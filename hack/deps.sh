@@ -24,3 +24,6 @@ if [ ${#need[@]} -gt 0 ]; then
     systemctl disable --now nginx >/dev/null 2>&1 || true
   fi
 fi
+# The gcs artifact tests run fsouza/fake-gcs-server (a GCS emulator), built from the Go module proxy
+# and cached in /var/cache/argoexec/bin (hack/lib/build.sh; ~1.5 min cold, nothing when cached).
+"$(dirname "$0")/lib/build.sh" fake-gcs-server

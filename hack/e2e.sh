@@ -14,6 +14,7 @@
 #   ARGOEXEC_E2E_DOCKER_SOCK    /var/run/docker.sock
 #   ARGOEXEC_E2E_S3_ENDPOINT    http://10.88.0.1:7070 (versitygw; reachable from pods)
 #   ARGOEXEC_E2E_S3_ACCESS_KEY, ARGOEXEC_E2E_S3_SECRET_KEY, ARGOEXEC_E2E_S3_REGION
+#   ARGOEXEC_E2E_GCS_HOST       10.88.0.1:7071 (fake-gcs-server; from $STATE/gcs.env)
 #   ARGOEXEC_E2E_BUSYBOX_IMAGE  busybox:local       ARGOEXEC_E2E_EXECUTOR_IMAGE  argoexec:dev
 #                               ($ARGOEXEC_DEV_IMAGE when set: hack/images.sh builds that name)
 #   ARGOEXEC_E2E_ARGO_*         the argo tier: Argo v3.3.8's controllers (hack/argo.sh env);
@@ -21,7 +22,8 @@
 #                               argoexec and our argoexec:dev in the same run, compared);
 #                               ARGOEXEC_E2E_ARGO_PATCH_IMAGE_<NAME> runs init and wait of that
 #                               controller's steps from another image (a podSpecPatch on each
-#                               template; set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to it too)
+#                               template; set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to it too); with
+#                               ARGOEXEC_DEV_IMAGE set, "ours" is patched to its Argo variant
 # ARGOEXEC_E2E_SKIP_UP=1 skips cluster.sh up; ARGOEXEC_E2E_TIMEOUT sets go test -timeout (45m).
 # ARGOEXEC_E2E_EXCLUSIVE=1 waits until no other run uses the testbed and keeps it alone; on exit
 # (the run may have stopped components) it runs `cluster.sh up` and `argo.sh up` under the lock.
@@ -84,6 +86,16 @@ export ARGOEXEC_E2E_BUSYBOX_IMAGE=${ARGOEXEC_E2E_BUSYBOX_IMAGE:-busybox:local}
 export ARGOEXEC_E2E_EXECUTOR_IMAGE=${ARGOEXEC_E2E_EXECUTOR_IMAGE:-${ARGOEXEC_DEV_IMAGE:-argoexec:dev}}
 export KUBECONFIG=$ARGOEXEC_E2E_KUBECONFIG
 eval "$("$HACK_DIR/argo.sh" env)"
+# A renamed argoexec:dev (ARGOEXEC_DEV_IMAGE: another working tree's build) is the argo tier's
+# "ours" too: its Argo variant runs init and wait by a podSpecPatch on each template, and the
+# shared controller keeps its own image for the other runs.
+if [ -n "${ARGOEXEC_DEV_IMAGE:-}" ] && [ "$ARGOEXEC_DEV_IMAGE" != argoexec:dev ]; then
+  dev_argo=$ARGOEXEC_DEV_IMAGE-argo
+  [[ ${ARGOEXEC_DEV_IMAGE##*/} == *:* ]] || dev_argo=$ARGOEXEC_DEV_IMAGE:latest-argo # as hack/images.sh names it
+  export ARGOEXEC_E2E_ARGO_PATCH_IMAGE_OURS=${ARGOEXEC_E2E_ARGO_PATCH_IMAGE_OURS:-$dev_argo}
+  export ARGOEXEC_E2E_ARGO_IMAGE_OURS=$ARGOEXEC_E2E_ARGO_PATCH_IMAGE_OURS
+  log "argo tier: \"ours\" runs $ARGOEXEC_E2E_ARGO_IMAGE_OURS (patched into each template)"
+fi
 
 rc=0
 read -ra e2e_pkgs <<<"${ARGOEXEC_E2E_PKGS:-./test/e2e}"

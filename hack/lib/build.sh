@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build/cache the testbed binaries from the Go module proxy (nothing else is reachable).
-# Usage: hack/lib/build.sh [k8s|etcd|versitygw|crictl|containerd|argo|all]
+# Usage: hack/lib/build.sh [k8s|etcd|versitygw|fake-gcs-server|crictl|containerd|argo|all]
 set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # CACHE, BIN, K8S_VERSION, K8S_BIN, CONTAINERD_*
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
+FAKE_GCS_VERSION=${FAKE_GCS_VERSION:-v1.56.1}
 CRICTL_VERSION=${CRICTL_VERSION:-v1.37.0}
 ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
 mkdir -p "$BIN"
@@ -125,6 +126,17 @@ build_containerd() {
   log "containerd $CONTAINERD_VERSION built in $((SECONDS - t0))s"
 }
 
+# fake-gcs-server: the GCS emulator the gcs artifact tests and the e2e tier talk to.
+build_fake_gcs() {
+  if [ -x "$BIN/fake-gcs-server" ] && [ -f "$BIN/.fake-gcs-server-$FAKE_GCS_VERSION" ]; then
+    log "fake-gcs-server $FAKE_GCS_VERSION present"; return 0; fi
+  local t0=$SECONDS
+  log "go install fake-gcs-server $FAKE_GCS_VERSION (cold: ~1.5 min)"
+  CGO_ENABLED=0 GOBIN=$BIN go install -trimpath github.com/fsouza/fake-gcs-server@"$FAKE_GCS_VERSION"
+  touch "$BIN/.fake-gcs-server-$FAKE_GCS_VERSION"
+  log "fake-gcs-server built in $((SECONDS - t0))s"
+}
+
 build_crictl() {
   if [ -x "$BIN/crictl" ] && [ -f "$BIN/.crictl-$CRICTL_VERSION" ]; then return 0; fi
   log "go install crictl $CRICTL_VERSION"
@@ -178,9 +190,10 @@ case "${1:-all}" in
   k8s) build_k8s ;;
   etcd) build_etcd ;;
   versitygw|s3) build_versitygw ;;
+  fake-gcs-server|gcs) build_fake_gcs ;;
   crictl) build_crictl ;;
   containerd) build_containerd ;;
   argo) build_argo ;;
-  all) build_k8s; build_etcd; build_versitygw; build_containerd; build_crictl || true ;;
-  *) echo "usage: $0 [k8s|etcd|versitygw|crictl|containerd|argo|all]" >&2; exit 2 ;;
+  all) build_k8s; build_etcd; build_versitygw; build_fake_gcs; build_containerd; build_crictl || true ;;
+  *) echo "usage: $0 [k8s|etcd|versitygw|fake-gcs-server|crictl|containerd|argo|all]" >&2; exit 2 ;;
 esac

@@ -55,6 +55,7 @@ KUBERNETES_SVC_IP=10.96.0.1
 APISERVER_PORT=6443
 KUBELET_PORT=10250
 S3_PORT=${ARGOEXEC_S3_PORT:-7070}
+GCS_PORT=${ARGOEXEC_GCS_PORT:-7071}
 NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
 CONTAINERD_SOCK=/run/containerd/containerd.sock
 DOCKER_SOCK=/var/run/docker.sock

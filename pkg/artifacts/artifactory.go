@@ -126,37 +126,22 @@ func (a *Artifactory) auth(loc wf.ArtifactoryArtifact, req *http.Request) error 
 }
 
 // do sends the request newReq makes, again on a transport error or a 5xx
-// answer, up to Tries times with a doubling backoff; the last answer is
-// returned with its body open.
+// (or 429) answer, up to Tries times with a doubling backoff; the last
+// answer is returned with its body open.
 func (a *Artifactory) do(ctx context.Context, op, where string, newReq func() (*http.Request, error)) (*http.Response, error) {
-	wait := a.cfg.Backoff
-	for try := 1; ; try++ {
-		req, err := newReq()
-		if err != nil {
-			return nil, err
-		}
-		resp, err := a.cfg.Client.Do(req)
-		retry := err != nil || resp.StatusCode >= 500
-		if !retry || try >= a.cfg.Tries || ctx.Err() != nil {
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("artifactory: %s %s: %w", op, where, err)
-				}
-				return nil, fmt.Errorf("artifactory: %s %s: the server did not answer (%d tries); is it up and reachable from the pod (the url's host and port, DNS, network policy)? %w", op, where, try, err)
-			}
-			return resp, nil
-		}
-		if resp != nil {
-			resp.Body.Close()
-		}
+	p := retryPolicy{client: a.cfg.Client, tries: a.cfg.Tries, backoff: a.cfg.Backoff}
+	resp, tries, err := p.send(ctx, newReq, func(try int, wait time.Duration) {
 		a.log.WithFields(logrus.Fields{"url": where, "try": try}).Warnf("artifactory: %s failed; retrying in %s", op, wait)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("artifactory: %s %s: %w", op, where, ctx.Err())
-		case <-time.After(wait):
-		}
-		wait *= 2
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case tries == 0:
+		return nil, err // building the request failed: it says why
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("artifactory: %s %s: %w", op, where, err)
 	}
+	return nil, fmt.Errorf("artifactory: %s %s: the server did not answer (%d tries); is it up and reachable from the pod (the url's host and port, DNS, network policy)? %w", op, where, tries, err)
 }
 
 // status turns an answer outside 2xx into an error that says what to check.

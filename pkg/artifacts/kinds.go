@@ -43,6 +43,9 @@ type Env struct {
 	Log *logrus.Entry
 	// Git loads git inputs (GitCommand); nil means no git store.
 	Git Driver
+	// GCS is where the gcs store's emulator and metadata server are, if
+	// not Google's.
+	GCS GCSEndpoints
 }
 
 // Kinds are the stores argoexec implements, one line each.
@@ -54,6 +57,7 @@ func Kinds() []Kind {
 		{Name: wf.KindGit, New: func(env Env) (Driver, error) { return env.Git, nil }},
 		{Name: wf.KindArtifactory, Save: true, New: newArtifactoryKind},
 		{Name: wf.KindOSS, Save: true, New: newOSSKind},
+		{Name: wf.KindGCS, Save: true, New: newGCSKind},
 	}
 }
 
@@ -74,6 +78,17 @@ func newOSSKind(env Env) (Driver, error) {
 		return nil, nil
 	}
 	return NewOSS(OSSConfig{Default: env.Default.OSS, Credentials: env.Credentials}, env.Log), nil
+}
+
+// newGCSKind is the gcs store of env, with the secrets env's credentials
+// can read (SecretFiles); under RepositoryOnly, only with a gcs default,
+// whose bucket and credentials every artifact then uses.
+func newGCSKind(env Env) (Driver, error) {
+	if env.RepositoryOnly && env.Default.GCS == nil {
+		return nil, nil
+	}
+	secrets, _ := env.Credentials.(SecretReader)
+	return NewGCS(GCSConfig{Default: env.Default.GCS, Secrets: secrets, Endpoints: env.GCS, RepositoryOnly: env.RepositoryOnly}, env.Log), nil
 }
 
 // newS3Kind is the s3 store of env: the default bucket and keys, limited

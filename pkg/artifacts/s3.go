@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -201,27 +199,7 @@ func (s *S3) createBucket(ctx context.Context, c *minio.Client, loc wf.S3Artifac
 // saveDir uploads every regular file under dir to loc.Key/RELATIVE/PATH,
 // in lexical order, with one progress for the whole tree.
 func (s *S3) saveDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, dir string) (Object, error) {
-	type file struct {
-		key, path string
-	}
-	var files []file
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err // directories are prefixes, symlinks are not stored (as Argo's)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		files = append(files, file{key: path.Join(loc.Key, filepath.ToSlash(rel)), path: p})
-		total += info.Size()
-		return nil
-	})
+	files, total, _, err := walkTree(dir, loc.Key, skipLinks)
 	if err != nil {
 		return Object{}, fmt.Errorf("s3: upload directory %s: %w", dir, err)
 	}
@@ -332,9 +310,9 @@ func (s *S3) loadDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, ob
 	}
 	rels := make([]string, len(objs))
 	for i, o := range objs {
-		rels[i] = filepath.FromSlash(strings.TrimPrefix(o.Key, prefix))
-		if !filepath.IsLocal(rels[i]) {
-			return fmt.Errorf("s3: download directory s3://%s/%s at %s: object %q would be written outside the artifact's directory; rename it", loc.Bucket, prefix, loc.Endpoint, o.Key)
+		var err error
+		if rels[i], err = treePath(fmt.Sprintf("s3: download directory s3://%s/%s at %s", loc.Bucket, prefix, loc.Endpoint), prefix, o.Key); err != nil {
+			return err
 		}
 	}
 	s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key, "objects": len(objs)}).Info("no object at the key: downloading the directory under it")

@@ -113,4 +113,7 @@ func (c *Config) SetDefaults() {
 	if s3 := c.ArtifactRepository.S3; s3 != nil && s3.KeyFormat == "" {
 		s3.KeyFormat = workflow.DefaultKeyFormat
 	}
+	if gcs := c.ArtifactRepository.GCS; gcs != nil && gcs.KeyFormat == "" {
+		gcs.KeyFormat = workflow.DefaultKeyFormat
+	}
 }

@@ -34,6 +34,19 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestGCSRepository: a gcs repository is accepted, its keyFormat defaulted
+// as s3's.
+func TestGCSRepository(t *testing.T) {
+	c, err := ParseConfig([]byte("artifactRepository:\n  gcs: {bucket: b, serviceAccountKeySecret: {name: sa, key: key.json}}\n"), testBackends())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcs := c.ArtifactRepository.GCS
+	if gcs == nil || gcs.Bucket != "b" || gcs.KeyFormat != workflow.DefaultKeyFormat || gcs.ServiceAccountKeySecret.Key != "key.json" {
+		t.Errorf("artifactRepository.gcs = %+v", gcs)
+	}
+}
+
 func TestParseFull(t *testing.T) {
 	c, err := LoadFile(filepath.Join("testdata", "configmap.yaml"), testBackends())
 	if err != nil {
@@ -116,7 +129,11 @@ func TestBadInput(t *testing.T) {
 		{"two bad keys", "containerRuntimeExecutor: x\nsidecarMode: x\n", []string{`unknown executor "x"`, "sidecarMode: unknown mode"}},
 		{"not a map", "- kubeletPort\n", []string{"want a map of keys"}},
 		{"archiveLogs", "artifactRepository: {archiveLogs: true}\n", []string{"artifactRepository.archiveLogs: not supported by argoexec-step; Argo's controller handles it"}},
-		{"gcs repository", "artifactRepository: {gcs: {bucket: b}}\n", []string{"artifactRepository.gcs: not supported by argoexec-step", "artifactRepository.s3"}},
+		{"gcs without bucket", "artifactRepository: {gcs: {keyFormat: k}}\n", []string{"artifactRepository.gcs.bucket: must be set"}},
+		{"gcs secret without key", "artifactRepository: {gcs: {bucket: b, serviceAccountKeySecret: {name: s}}}\n", []string{"artifactRepository.gcs.serviceAccountKeySecret.key: must be set"}},
+		{"gcs key format variable", "artifactRepository: {gcs: {bucket: b, keyFormat: '{{workflow.uid}}'}}\n", []string{"artifactRepository.gcs.keyFormat: unknown variable workflow.uid"}},
+		{"s3 and gcs", "artifactRepository: {gcs: {bucket: b}, s3: {bucket: b, endpoint: e}}\n", []string{"artifactRepository: set s3 or gcs, not both"}},
+		{"oss repository", "artifactRepository: {oss: {bucket: b}}\n", []string{"artifactRepository.oss: not supported by argoexec-step", "artifactRepository.s3, or artifactRepository.gcs"}},
 		{"s3 roleARN", "artifactRepository:\n  s3: {bucket: b, endpoint: e, roleARN: 'arn:x'}\n", []string{"artifactRepository.s3.roleARN: not supported by argoexec-step"}},
 		{"s3 useSDKCreds", "artifactRepository:\n  s3: {bucket: b, endpoint: e, useSDKCreds: true}\n", []string{"artifactRepository.s3.useSDKCreds: not supported"}},
 		{"s3 encryption", "artifactRepository:\n  s3: {bucket: b, endpoint: e, encryptionOptions: {enableEncryption: true}}\n", []string{"artifactRepository.s3.encryptionOptions: not supported"}},

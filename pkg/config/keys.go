@@ -25,6 +25,7 @@ func Keys() []KeyDoc {
 
 func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
+	gcs := "artifactRepository.gcs."
 	refused := "Argo's; refused by argoexec-step (not implemented): "
 	return []KeyDoc{
 		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, emissary, k8sapi or kubelet."},
@@ -45,7 +46,7 @@ func ourKeys() []KeyDoc {
 		{"executor.env", "", "Extra environment variables for init and wait; names starting with ARGO_ are reserved."},
 		{"executor.resources", "", "Resource requests and limits of init and wait."},
 		{"executor.securityContext", "", "Security context of init and wait, used as it is. Unset: Pod Security restricted (see README, Pod Security); {} drops every default. With the docker backend, runAsNonRoot: true needs runAsGroup (the socket's group)."},
-		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main."},
+		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main. Exactly one of s3 and gcs."},
 		{s3 + "endpoint", "", "host[:port] of the S3 service (no scheme)."},
 		{s3 + "bucket", "", "Bucket that holds the artifacts."},
 		{s3 + "region", "", "Region of the bucket."},
@@ -59,10 +60,13 @@ func ourKeys() []KeyDoc {
 		{s3 + "encryptionOptions", "", refused + "objects are stored as the bucket's default encryption says."},
 		{s3 + "keyPrefix", "", refused + "deprecated in Argo; use keyFormat."},
 		{"artifactRepository.archiveLogs", "", refused + "main's log is not archived; true is an error, false is accepted."},
-		{"artifactRepository.artifactory", "", refused + "the repository is S3 only."},
-		{"artifactRepository.hdfs", "", refused + "the repository is S3 only."},
-		{"artifactRepository.oss", "", refused + "the repository is S3 only."},
-		{"artifactRepository.gcs", "", refused + "the repository is S3 only."},
+		{"artifactRepository.artifactory", "", refused + "the repository is S3 or GCS."},
+		{"artifactRepository.hdfs", "", refused + "the repository is S3 or GCS."},
+		{"artifactRepository.oss", "", refused + "the repository is S3 or GCS."},
+		{"artifactRepository.gcs", "", "Google Cloud Storage repository for output artifacts (instead of s3); its service-account key goes to init and wait only, never to main."},
+		{gcs + "bucket", "", "Bucket that holds the artifacts."},
+		{gcs + "serviceAccountKeySecret", "", "{name, key} of the Secret holding a service account's JSON key; unset: workload identity (the GCE metadata server's token)."},
+		{gcs + "keyFormat", workflow.DefaultKeyFormat, "Object key of an output artifact, as s3's."},
 	}
 }
 

@@ -50,6 +50,7 @@ func (c *Config) Validate(backends []Backend) error {
 	errs = append(errs, checkExecutorSpec(&c.Executor)...)
 	errs = append(errs, checkRepository(&c.ArtifactRepository)...)
 	errs = append(errs, checkS3(c.ArtifactRepository.S3)...)
+	errs = append(errs, checkGCS(c.ArtifactRepository.GCS)...)
 	return errors.Join(errs...)
 }
 
@@ -173,10 +174,13 @@ func checkRepository(r *workflow.ArtifactRepository) []error {
 	for _, kind := range []struct {
 		name string
 		set  bool
-	}{{"artifactory", r.Artifactory != nil}, {"hdfs", r.HDFS != nil}, {"oss", r.OSS != nil}, {"gcs", r.GCS != nil}} {
+	}{{"artifactory", r.Artifactory != nil}, {"hdfs", r.HDFS != nil}, {"oss", r.OSS != nil}} {
 		if kind.set {
-			errs = append(errs, notImplemented("artifactRepository."+kind.name, "use an S3-compatible repository: artifactRepository.s3"))
+			errs = append(errs, notImplemented("artifactRepository."+kind.name, "use an S3-compatible repository, artifactRepository.s3, or artifactRepository.gcs"))
 		}
+	}
+	if r.S3 != nil && r.GCS != nil {
+		errs = append(errs, errors.New("artifactRepository: set s3 or gcs, not both: outputs go to one repository"))
 	}
 	if r.S3 == nil {
 		return errs
@@ -221,6 +225,24 @@ func checkS3(s3 *workflow.S3ArtifactRepository) []error {
 	}
 	if unknown := workflow.UnknownKeyFormatVariables(s3.KeyFormat); len(unknown) > 0 {
 		errs = append(errs, fmt.Errorf("%s.keyFormat: unknown variable %s in %q (want %s)", key, strings.Join(unknown, ", "), s3.KeyFormat, strings.Join(workflow.KeyFormatVariables(), ", ")))
+	}
+	return errs
+}
+
+func checkGCS(gcs *workflow.GCSArtifactRepository) []error {
+	if gcs == nil {
+		return nil
+	}
+	const key = "artifactRepository.gcs"
+	var errs []error
+	if gcs.Bucket == "" {
+		errs = append(errs, fmt.Errorf("%s.bucket: must be set", key))
+	}
+	if err := checkSecretRef(key+".serviceAccountKeySecret", gcs.ServiceAccountKeySecret); err != nil {
+		errs = append(errs, err)
+	}
+	if unknown := workflow.UnknownKeyFormatVariables(gcs.KeyFormat); len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("%s.keyFormat: unknown variable %s in %q (want %s)", key, strings.Join(unknown, ", "), gcs.KeyFormat, strings.Join(workflow.KeyFormatVariables(), ", ")))
 	}
 	return errs
 }

@@ -79,8 +79,9 @@ func (b *builder) executorContainer(name string) corev1.Container {
 	return c
 }
 
-// executorEnv is the environment that init and wait share. The S3
-// credentials are secret references here and nowhere else: main never gets them.
+// executorEnv is the environment that init and wait share. The S3 keys and
+// the GCS service-account key are secret references here and nowhere else:
+// main never gets them.
 func (b *builder) executorEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		FieldEnv(workflow.EnvPodName, "metadata.name"),
@@ -91,14 +92,17 @@ func (b *builder) executorEnv() []corev1.EnvVar {
 		{Name: workflow.EnvSidecarMode, Value: b.cfg.SidecarMode},
 		{Name: workflow.EnvTemplatePath, Value: workflow.TemplateFile},
 	}
-	s3 := b.cfg.ArtifactRepository.S3
-	if s3 == nil {
+	s3, gcs := b.cfg.ArtifactRepository.S3, b.cfg.ArtifactRepository.GCS
+	if s3 == nil && gcs == nil {
 		return env
 	}
 	repo, _ := json.Marshal(b.cfg.ArtifactRepository) // plain strings and pointers: cannot fail
 	env = append(env, corev1.EnvVar{Name: workflow.EnvArtifactRepository, Value: string(repo)})
-	if s3.AccessKeySecret != nil && s3.SecretKeySecret != nil {
+	if s3 != nil && s3.AccessKeySecret != nil && s3.SecretKeySecret != nil {
 		env = append(env, secretEnv(workflow.EnvS3AccessKey, s3.AccessKeySecret), secretEnv(workflow.EnvS3SecretKey, s3.SecretKeySecret))
+	}
+	if gcs != nil && gcs.ServiceAccountKeySecret != nil {
+		env = append(env, secretEnv(workflow.EnvGCSServiceAccountKey, gcs.ServiceAccountKeySecret))
 	}
 	return env
 }

@@ -76,6 +76,9 @@ func build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta
 	if err := validateTemplate(t); err != nil {
 		return nil, err
 	}
+	if err := checkRepositoryKind(cfg.ArtifactRepository, t); err != nil {
+		return nil, err
+	}
 	if err := checkOutputsReachable(backend, backends, t); err != nil {
 		return nil, err
 	}

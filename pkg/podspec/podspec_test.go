@@ -33,6 +33,13 @@ containerRuntimeExecutors:
     matchExpressions: [{key: tier, operator: In, values: [bulk]}]
 `
 
+const gcsConfig = `
+artifactRepository:
+  gcs:
+    bucket: artifacts
+    serviceAccountKeySecret: {name: gcs-credentials, key: key.json}
+`
+
 const s3Config = `
 artifactRepository:
   s3:
@@ -63,6 +70,7 @@ func TestGolden(t *testing.T) {
 		{name: "emissary", config: "containerRuntimeExecutor: emissary\n", template: "emissary.yaml"},
 		{name: "emissary-image-volume", config: "containerRuntimeExecutor: emissary\nemissaryImageVolume: always\nexecutor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: IfNotPresent\n", template: "emissary.yaml"},
 		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
+		{name: "artifacts-gcs", config: gcsConfig, template: "artifacts-gcs.yaml"},
 		{name: "argo-fields", config: "", template: "argo-fields.yaml"},
 		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +
 			"  env: [{name: GOMAXPROCS, value: '1'}]\n  resources: {limits: {memory: 64Mi}}\n  securityContext: {runAsNonRoot: true}\n", template: "script.yaml"},
@@ -393,6 +401,30 @@ func TestSubstituteInputsErrors(t *testing.T) {
 	}
 }
 
+// TestGCSCredentialsOnlyInInitAndWait: a gcs repository's service-account
+// key reaches init and wait as a secretKeyRef, never main or a sidecar; an
+// s3 artifact is refused with a gcs repository.
+func TestGCSCredentialsOnlyInInitAndWait(t *testing.T) {
+	tmpl := mustTemplate(t, "artifacts-gcs.yaml")
+	tmpl.Sidecars = []workflow.UserContainer{{Container: corev1.Container{Name: "side", Image: "x"}}}
+	pod, err := podspec.Build(mustConfig(t, gcsConfig), registered(), tmpl, meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		e, has := envValue(&c, workflow.EnvGCSServiceAccountKey)
+		if want := c.Name == "init" || c.Name == "wait"; has != want {
+			t.Errorf("container %s: has the GCS key = %v, want %v", c.Name, has, want)
+		} else if want && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "gcs-credentials" || e.ValueFrom.SecretKeyRef.Key != "key.json") {
+			t.Errorf("container %s: %s = %+v, want a secretKeyRef", c.Name, workflow.EnvGCSServiceAccountKey, e)
+		}
+	}
+	_, err = podspec.Build(mustConfig(t, gcsConfig), registered(), mustTemplate(t, "artifacts.yaml"), meta())
+	if want := "inputs.artifacts[0].s3: the ConfigMap's artifactRepository is gcs"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Build of an s3 input with a gcs repository: %v, want %q", err, want)
+	}
+}
+
 func TestBuildDoesNotChangeTemplate(t *testing.T) {
 	tmpl := mustTemplate(t, "container.yaml")
 	if _, err := podspec.Build(config.Default(), registered(), tmpl, meta()); err != nil {
@@ -640,7 +672,7 @@ func TestArgoFields(t *testing.T) {
 		{"valueFrom expression", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x}}, {name: q, valueFrom: {expression: x}}]}\n", "outputs.parameters[1].valueFrom.expression: not supported", nil},
 		{"valueFrom default", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x, default: d}}]}\n", "", nil},
 		{"git input", main + "inputs: {artifacts: [{name: a, path: /a, git: {repo: r}}]}\n", "inputs.artifacts[0].git: not supported", nil},
-		{"gcs output", main + "outputs: {artifacts: [{name: a, path: /a, gcs: {key: k}}]}\n", "outputs.artifacts[0].gcs: not supported", nil},
+		{"gcs output, s3 repository", main + "outputs: {artifacts: [{name: a, path: /a, gcs: {key: k}}]}\n", "outputs.artifacts[0].gcs: the ConfigMap's artifactRepository is not gcs", nil},
 		{"artifact mode", main + "inputs: {artifacts: [{name: a, path: /a, mode: 0755, raw: {data: x}}]}\n", "inputs.artifacts[0].mode: not supported", nil},
 		{"artifact from", main + "inputs: {artifacts: [{name: a, path: /a, from: x}]}\n", "inputs.artifacts[0].from: not supported", nil},
 		{"zip", main + "outputs: {artifacts: [{name: a, path: /a, archive: {zip: {}}}]}\n", "outputs.artifacts[0].archive.zip: not supported", nil},

@@ -91,7 +91,7 @@ func Fields() []Field {
 		{"http", Refused, "HTTP templates are run by Argo's agent; use a container running curl.", when(func(t *workflow.Template) bool { return t.HTTP != nil })},
 		{"plugin", Refused, "plugin templates are run by Argo's executor plugins.", when(func(t *workflow.Template) bool { return t.Plugin != nil })},
 		{"outputs.parameters[].valueFrom", Refused, "wait reads valueFrom.path (and valueFrom.default); jsonPath, jqFilter, event, parameter, supplied, configMapKeyRef and expression are resolved by Argo's controller or resource templates.", valueFromSources},
-		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs, oss and gcs kinds are not implemented by init and wait under argoexec-step (git, artifactory and oss work under Argo's controller, which mounts the secrets they name; argoexec-step pods hold only the repository's S3 keys); use s3, http or raw.", artifactFields},
+		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs and oss kinds are not implemented by init and wait under argoexec-step (git, artifactory and oss work under Argo's controller, which mounts the secrets they name; argoexec-step pods hold only the repository's credentials); use the repository's kind (s3 or gcs), http or raw.", artifactFields},
 	}
 }
 
@@ -167,7 +167,7 @@ func artifactFields(t *workflow.Template) []string {
 				{"mode", a.Mode != nil}, {"recurseMode", a.RecurseMode}, {"archiveLogs", a.ArchiveLogs != nil},
 				{"archive.zip", a.Archive != nil && a.Archive.Zip != nil},
 				{"git", a.Git != nil}, {"artifactory", a.Artifactory != nil}, {"hdfs", a.HDFS != nil},
-				{"oss", a.OSS != nil}, {"gcs", a.GCS != nil},
+				{"oss", a.OSS != nil},
 			} {
 				if s.set {
 					at = append(at, fmt.Sprintf("%s.artifacts[%d].%s", key, i, s.name))
@@ -178,6 +178,26 @@ func artifactFields(t *workflow.Template) []string {
 	check("inputs", t.Inputs.Artifacts)
 	check("outputs", t.Outputs.Artifacts)
 	return at
+}
+
+// checkRepositoryKind refuses an s3 or gcs artifact of another kind than the
+// ConfigMap's repository: the pod holds only the repository's credentials,
+// and only its bucket is allowed.
+func checkRepositoryKind(repo workflow.ArtifactRepository, t *workflow.Template) error {
+	var errs []error
+	check := func(key string, arts []workflow.Artifact) {
+		for i, a := range arts {
+			switch {
+			case a.GCS != nil && repo.GCS == nil:
+				errs = append(errs, fmt.Errorf("%s.artifacts[%d].gcs: the ConfigMap's artifactRepository is not gcs, and argoexec-step pods hold only the repository's credentials; set artifactRepository.gcs, or use the repository's kind", key, i))
+			case a.S3 != nil && repo.S3 == nil && repo.GCS != nil:
+				errs = append(errs, fmt.Errorf("%s.artifacts[%d].s3: the ConfigMap's artifactRepository is gcs, and argoexec-step pods hold only the repository's credentials; use gcs", key, i))
+			}
+		}
+	}
+	check("inputs", t.Inputs.Artifacts)
+	check("outputs", t.Outputs.Artifacts)
+	return errors.Join(errs...)
 }
 
 // refuseUnsupported returns one error per refused field that t sets, each

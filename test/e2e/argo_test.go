@@ -57,7 +57,10 @@ type argoCase struct {
 	// upstreamDiffers: Argo's own argoexec ends this case otherwise, by design (the reason):
 	// its outcome is logged, not judged, and the two images are not compared.
 	upstreamDiffers string
-	check           func(t *testing.T, o *framework.WorkflowOutcome)
+	// gcs: the manifest uses the testbed's GCS emulator: @GCS_HOST@ in it is the emulator's
+	// host:port (Env.GCSHost), and the bucket argoexec-e2e is created first.
+	gcs   bool
+	check func(t *testing.T, o *framework.WorkflowOutcome)
 }
 
 // on says whether c runs on backend: a case Argo's controller refuses for
@@ -473,8 +476,16 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 	c := r.c
 	var wf *unstructured.Unstructured
 	var err error
+	if c.gcs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := a.Env.EnsureGCSBucket(ctx, argoGCSBucket)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	if c.manifest != "" {
-		wf, err = framework.ParseWorkflow([]byte(c.manifest))
+		wf, err = framework.ParseWorkflow([]byte(strings.ReplaceAll(c.manifest, "@GCS_HOST@", a.Env.GCSHost)))
 	} else {
 		wf, err = framework.LoadWorkflow(filepath.Join(mod, "examples", c.example+".yaml"))
 	}

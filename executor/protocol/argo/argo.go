@@ -50,6 +50,9 @@ type Protocol struct {
 	// SecretsDir is where the controller mounts the secrets artifacts name;
 	// empty means workflow.ArgoSecretsPath.
 	SecretsDir string
+	// GCS is where gcs artifacts go when not to Google's servers
+	// (STORAGE_EMULATOR_HOST, GCE_METADATA_HOST).
+	GCS artifacts.GCSEndpoints
 	// ScratchRoot is where init and wait keep artifacts on their way (the
 	// shared emptyDir); empty means workflow.VarRunArgoPath.
 	ScratchRoot string
@@ -96,6 +99,7 @@ func (p *Protocol) Complete(cmd string, getenv func(string) string) error {
 		}
 	}
 	p.ProgressFile = getenv(wf.EnvArgoProgressFile)
+	p.GCS = artifacts.GCSEndpoints{EmulatorHost: getenv(wf.EnvStorageEmulatorHost), MetadataHost: getenv(wf.EnvGCEMetadataHost)}
 	for _, d := range []struct {
 		name string
 		into *time.Duration
@@ -237,7 +241,7 @@ func (p *Protocol) artifacts(tmpl *wf.Template, log *logrus.Entry) (flow.Artifac
 		def = *tmpl.ArchiveLocation
 	}
 	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
-		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}})
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}, GCS: p.GCS})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the template's archiveLocation: %w", err)
 	}

@@ -11,14 +11,22 @@ import (
 type KeyFormatLocator struct {
 	// Repository is the ConfigMap's artifactRepository.s3; nil means none.
 	Repository *wf.S3ArtifactRepository
+	// GCS is the ConfigMap's artifactRepository.gcs, used when Repository
+	// is nil; nil means none.
+	GCS *wf.GCSArtifactRepository
 }
 
 // Locate implements flow.ArtifactLocator.
 func (l KeyFormatLocator) Locate(a wf.Artifact, v flow.KeyVars) (wf.Artifact, wf.Artifact, error) {
-	if l.Repository == nil {
+	var format string
+	switch {
+	case l.Repository != nil:
+		format = l.Repository.KeyFormat
+	case l.GCS != nil:
+		format = l.GCS.KeyFormat
+	default:
 		return a, a, flow.ErrNoRepository
 	}
-	format := l.Repository.KeyFormat
 	if format == "" {
 		format = wf.DefaultKeyFormat
 	}
@@ -30,12 +38,15 @@ func (l KeyFormatLocator) Locate(a wf.Artifact, v flow.KeyVars) (wf.Artifact, wf
 	if err != nil {
 		return a, a, err
 	}
-	r := l.Repository
-	a.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: r.Endpoint, Bucket: r.Bucket, Region: r.Region, Insecure: r.Insecure}, Key: key}
+	if r := l.Repository; r != nil {
+		a.S3 = &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: r.Endpoint, Bucket: r.Bucket, Region: r.Region, Insecure: r.Insecure}, Key: key}
+	} else {
+		a.GCS = &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: l.GCS.Bucket}, Key: key}
+	}
 	return a, a, nil
 }
 
 // NoRepositoryHint implements flow.ArtifactLocator.
 func (KeyFormatLocator) NoRepositoryHint() string {
-	return "set artifactRepository.s3 in the argoexec-step ConfigMap"
+	return "set artifactRepository.s3 (or artifactRepository.gcs) in the argoexec-step ConfigMap"
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/executor/flow"
 	"github.com/argoexec/argoexec/executor/protocol"
@@ -35,6 +36,13 @@ type Protocol struct {
 	ArtifactRepository string
 	// S3AccessKey and S3SecretKey are the repository's keys.
 	S3AccessKey, S3SecretKey string
+	// GCSServiceAccountKey is a gcs repository's service-account JSON key
+	// (ARGO_GCS_SERVICE_ACCOUNT_KEY); empty means workload identity.
+	GCSServiceAccountKey string
+	// GCS is where gcs artifacts go when not to Google's servers
+	// (STORAGE_EMULATOR_HOST, GCE_METADATA_HOST, set by the ConfigMap's
+	// executor.env).
+	GCS artifacts.GCSEndpoints
 }
 
 // Name implements protocol.Protocol.
@@ -43,7 +51,7 @@ func (*Protocol) Name() string { return Name }
 // OwnEnv implements protocol.Protocol: variables argoexec's pod builder
 // sets and Argo's controller never does.
 func (*Protocol) OwnEnv() []string {
-	return []string{wf.EnvTemplatePath, wf.EnvPodNamespace, wf.EnvArtifactRepository, wf.EnvS3AccessKey, wf.EnvS3SecretKey, wf.EnvSidecarMode}
+	return []string{wf.EnvTemplatePath, wf.EnvPodNamespace, wf.EnvArtifactRepository, wf.EnvS3AccessKey, wf.EnvS3SecretKey, wf.EnvGCSServiceAccountKey, wf.EnvSidecarMode}
 }
 
 // Complete implements protocol.Protocol.
@@ -59,6 +67,8 @@ func (p *Protocol) Complete(_ string, getenv func(string) string) error {
 	p.ArtifactRepository = getenv(wf.EnvArtifactRepository)
 	p.S3AccessKey = getenv(wf.EnvS3AccessKey)
 	p.S3SecretKey = getenv(wf.EnvS3SecretKey)
+	p.GCSServiceAccountKey = getenv(wf.EnvGCSServiceAccountKey)
+	p.GCS = artifacts.GCSEndpoints{EmulatorHost: getenv(wf.EnvStorageEmulatorHost), MetadataHost: getenv(wf.EnvGCEMetadataHost)}
 	return nil
 }
 
@@ -94,11 +104,11 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	if err != nil {
 		return parts, err
 	}
-	var s3Repo *wf.S3ArtifactRepository
+	var loc KeyFormatLocator
 	if repo != nil {
-		s3Repo = repo.S3
+		loc = KeyFormatLocator{Repository: repo.S3, GCS: repo.GCS}
 	}
-	parts.Config.Protocol.Artifacts = KeyFormatLocator{Repository: s3Repo}
+	parts.Config.Protocol.Artifacts = loc
 	if parts.Store, err = p.store(repo, req.Log); err != nil {
 		return parts, err
 	}
@@ -143,7 +153,24 @@ func (p *Protocol) repository() (*wf.ArtifactRepository, error) {
 }
 
 func (p *Protocol) keys() artifacts.Credentials {
-	return artifacts.StaticKeys{AccessKey: p.S3AccessKey, SecretKey: p.S3SecretKey}
+	return repositoryKeys{StaticKeys: artifacts.StaticKeys{AccessKey: p.S3AccessKey, SecretKey: p.S3SecretKey}, gcsKey: p.GCSServiceAccountKey}
+}
+
+// repositoryKeys are the repository's credentials as the pod builder passes
+// them: the S3 keys, and a gcs repository's service-account key, the one
+// secret this pod holds.
+type repositoryKeys struct {
+	artifacts.StaticKeys
+	gcsKey string
+}
+
+// Secret implements artifacts.SecretReader: the gcs repository's
+// service-account key, for its serviceAccountKeySecret.
+func (k repositoryKeys) Secret(field string, sel *corev1.SecretKeySelector) (string, error) {
+	if field != "gcs.serviceAccountKeySecret" || k.gcsKey == "" {
+		return "", fmt.Errorf("%s names secret %q, which this pod does not hold: argoexec-step pods hold only the repository's credentials (artifactRepository.gcs.serviceAccountKeySecret)", field, sel.Name)
+	}
+	return k.gcsKey, nil
 }
 
 // store is the repository's store: only its bucket is allowed, whose keys
@@ -153,5 +180,8 @@ func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.A
 	if repo != nil && repo.S3 != nil {
 		def.S3 = &wf.S3Artifact{S3Bucket: repo.S3.S3Bucket}
 	}
-	return artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log})
+	if repo != nil && repo.GCS != nil {
+		def.GCS = &wf.GCSArtifact{GCSBucket: repo.GCS.GCSBucket}
+	}
+	return artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS})
 }

@@ -6,11 +6,28 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/argoexec/argoexec/executor/flow"
 	"github.com/argoexec/argoexec/executor/protocol"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 )
+
+// TestRepositoryKeys: the one secret a pod of ours holds is the gcs
+// repository's key; any other is refused saying so.
+func TestRepositoryKeys(t *testing.T) {
+	k := repositoryKeys{gcsKey: "{json}"}
+	sel := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sa"}, Key: "key.json"}
+	if v, err := k.Secret("gcs.serviceAccountKeySecret", sel); err != nil || v != "{json}" {
+		t.Errorf("gcs key = %q, %v", v, err)
+	}
+	if _, err := k.Secret("artifactory.usernameSecret", sel); err == nil || !strings.Contains(err.Error(), "argoexec-step pods hold only the repository's credentials") {
+		t.Errorf("another secret: %v", err)
+	}
+	if _, err := (repositoryKeys{}).Secret("gcs.serviceAccountKeySecret", sel); err == nil {
+		t.Error("a gcs key the pod was not given: no error")
+	}
+}
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -40,6 +57,25 @@ func TestProtocol(t *testing.T) {
 				c := parts.Store.(flow.ArtifactChecker)
 				if err := c.Check(wf.Artifact{Name: "in", S3: &wf.S3Artifact{Key: "k"}}, false); err != nil {
 					t.Errorf("Check s3 input: %v", err)
+				}
+			}},
+		{name: "a gcs repository locates outputs in its bucket, and takes only gcs artifacts of that bucket",
+			env: map[string]string{wf.EnvArtifactRepository: `{"gcs":{"bucket":"g","serviceAccountKeySecret":{"name":"sa","key":"key.json"},"keyFormat":"{{workflow.name}}/{{pod.name}}"}}`, wf.EnvGCSServiceAccountKey: "{}"},
+			check: func(t *testing.T, parts protocol.FlowParts) {
+				up, _, err := parts.Config.Protocol.Artifacts.Locate(wf.Artifact{Name: "out"}, flow.KeyVars{WorkflowName: "wf", PodName: "pod"})
+				if err != nil || up.GCS == nil || up.GCS.Bucket != "g" || up.GCS.Key != "wf/pod" || up.S3 != nil {
+					t.Errorf("Locate = %+v %+v, %v", up.GCS, up.S3, err)
+				}
+				c := parts.Store.(flow.ArtifactChecker)
+				if err := c.Check(wf.Artifact{Name: "in", GCS: &wf.GCSArtifact{Key: "k"}}, false); err != nil {
+					t.Errorf("Check gcs input: %v", err)
+				}
+				if err := c.Check(wf.Artifact{Name: "in", S3: &wf.S3Artifact{Key: "k"}}, false); err == nil || !strings.Contains(err.Error(), "no S3 repository is configured") {
+					t.Errorf("Check s3 input with a gcs repository: %v", err)
+				}
+				_, err = parts.Store.Save(t.Context(), t.TempDir(), wf.Artifact{Name: "out", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "other"}, Key: "k"}})
+				if err == nil || !strings.Contains(err.Error(), "gs://other/k is not in the artifact repository's bucket") {
+					t.Errorf("Save to another bucket: %v", err)
 				}
 			}},
 		{name: "a bad sidecar mode", env: map[string]string{wf.EnvSidecarMode: "sometimes"}, wantErr: `ARGO_SIDECAR_MODE="sometimes" is not a sidecar mode`},

@@ -46,6 +46,10 @@ const (
 	// EnvS3SecretKey is the S3 secret access key (secretKeyRef of
 	// artifactRepository.s3.secretKeySecret); init and wait only.
 	EnvS3SecretKey = "ARGO_S3_SECRET_KEY"
+	// EnvGCSServiceAccountKey is the service account's JSON key of a gcs
+	// repository (secretKeyRef of artifactRepository.gcs.serviceAccountKeySecret);
+	// set on init and wait only.
+	EnvGCSServiceAccountKey = "ARGO_GCS_SERVICE_ACCOUNT_KEY"
 	// EnvSidecarMode is native or legacy (ConfigMap sidecarMode): in legacy
 	// mode wait stops the user sidecars itself.
 	EnvSidecarMode = "ARGO_SIDECAR_MODE"
@@ -99,6 +103,14 @@ const (
 	EnvArgoProgressPatchTick = "ARGO_PROGRESS_PATCH_TICK_DURATION"
 	// EnvArgoProgressFileTick is how often wait reads the progress file.
 	EnvArgoProgressFileTick = "ARGO_PROGRESS_FILE_TICK_DURATION"
+	// EnvStorageEmulatorHost points the gcs store at a GCS emulator
+	// (host[:port] or a URL), talked to without credentials, as Google's
+	// storage client reads it.
+	EnvStorageEmulatorHost = "STORAGE_EMULATOR_HOST"
+	// EnvGCEMetadataHost is the GCE metadata server's host[:port] the gcs
+	// store gets its workload-identity token from, as Google's metadata
+	// client reads it.
+	EnvGCEMetadataHost = "GCE_METADATA_HOST"
 	// EnvArgoTerminationGrace is the pod's terminationGracePeriodSeconds,
 	// set on wait only when the pod spec sets it.
 	EnvArgoTerminationGrace = "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"
@@ -242,6 +254,7 @@ func EnvVars() []EnvDoc {
 		{EnvArtifactRepository, "init, wait", "ConfigMap artifactRepository as JSON, without credentials."},
 		{EnvS3AccessKey, "init, wait", "S3 access key ID, from the Secret named by artifactRepository.s3.accessKeySecret. Never set on main."},
 		{EnvS3SecretKey, "init, wait", "S3 secret access key, from artifactRepository.s3.secretKeySecret. Never set on main."},
+		{EnvGCSServiceAccountKey, "init, wait", "Service account's JSON key of a gcs repository, from artifactRepository.gcs.serviceAccountKeySecret. Never set on main."},
 		{EnvKubeletHost, "wait (kubelet)", "Kubelet address (downward API status.hostIP)."},
 		{EnvKubeletPort, "wait (kubelet)", "Kubelet HTTPS port (ConfigMap kubeletPort, default 10250)."},
 		{EnvKubeletInsecure, "wait (kubelet)", "true skips verification of the kubelet's certificate (ConfigMap kubeletInsecure)."},
@@ -256,6 +269,8 @@ func EnvVars() []EnvDoc {
 		{EnvArgoProgressFileTick, "Argo: every container", "How often wait reads the progress file (Go duration)."},
 		{EnvArgoProgressPatchTick, "Argo: every container", "How often, at most, wait reports progress (Go duration)."},
 		{EnvArgoTerminationGrace, "Argo: wait", "The pod's terminationGracePeriodSeconds: grace between SIGTERM and SIGKILL when wait stops sidecars."},
+		{EnvStorageEmulatorHost, "init, wait (gcs)", "A GCS emulator (host[:port], plain HTTP, or a URL) that gcs artifacts go to, without credentials, as Google's client does; unset means Google Cloud Storage. Under argoexec-step, set it in the ConfigMap's executor.env."},
+		{EnvGCEMetadataHost, "init, wait (gcs)", "The GCE metadata server (host[:port]) that gives gcs artifacts without serviceAccountKeySecret their workload-identity token; default 169.254.169.254."},
 		{EnvArgoContainerName, "main and sidecars (emissary); Argo: every container", "The container's own name: `argoexec emissary` keeps the container's exit code, output and signal files under /var/run/argo/ctr/NAME."},
 	}
 }

@@ -236,7 +236,8 @@ func (a *Argo) Submit(ctx context.Context, wf *unstructured.Unstructured, backen
 // argo tier's controller without changing its ConfigMap (ARGOEXEC_E2E_ARGO_PATCH_IMAGE_<NAME>;
 // set ARGOEXEC_E2E_ARGO_IMAGE_<NAME> to the same image). The init container is patched only
 // where Argo v3.3.8 adds one (input artifacts, a script, or emissary), since a strategic merge
-// patch would otherwise add it.
+// patch would otherwise add it. A template's own podSpecPatch (JSON) is kept: the image is set
+// on the init and wait entries it has, and those it lacks are added.
 func patchExecutorImage(wf *unstructured.Unstructured, backend, img string) error {
 	templates, _, err := unstructured.NestedSlice(wf.Object, "spec", "templates")
 	if err != nil {
@@ -249,13 +250,16 @@ func patchExecutorImage(wf *unstructured.Unstructured, backend, img string) erro
 		if !isContainer && !isScript {
 			continue
 		}
-		if _, ok := tm["podSpecPatch"]; ok {
-			return fmt.Errorf("template %v has its own podSpecPatch: cannot patch the executor image", tm["name"])
+		patch := map[string]any{}
+		if own, ok := tm["podSpecPatch"].(string); ok {
+			if err := json.Unmarshal([]byte(own), &patch); err != nil {
+				return fmt.Errorf("template %v: its podSpecPatch is not JSON, so the executor image cannot be patched into it: %w", tm["name"], err)
+			}
 		}
+		setImage(patch, "containers", "wait", img)
 		inputs, _, _ := unstructured.NestedSlice(tm, "inputs", "artifacts")
-		patch := map[string]any{"containers": []any{map[string]any{"name": "wait", "image": img}}}
 		if len(inputs) > 0 || isScript || backend == "emissary" {
-			patch["initContainers"] = []any{map[string]any{"name": "init", "image": img}}
+			setImage(patch, "initContainers", "init", img)
 		}
 		b, err := json.Marshal(patch)
 		if err != nil {
@@ -265,6 +269,18 @@ func patchExecutorImage(wf *unstructured.Unstructured, backend, img string) erro
 		templates[i] = tm
 	}
 	return unstructured.SetNestedSlice(wf.Object, templates, "spec", "templates")
+}
+
+// setImage sets img on the container called name in patch's list field, adding it if absent.
+func setImage(patch map[string]any, field, name, img string) {
+	list, _ := patch[field].([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && m["name"] == name {
+			m["image"] = img
+			return
+		}
+	}
+	patch[field] = append(list, map[string]any{"name": name, "image": img})
 }
 
 // DeleteRun deletes every workflow this Argo submitted (their pods go with them).
@@ -382,7 +398,15 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	bucket, _, _ := unstructured.NestedString(status, "artifactRepositoryRef", "artifactRepository", "s3", "bucket")
 	var errs []error
 	var lastKeys map[string]string // the keys of the list arts read last
-	arts := func(list []any) map[string]map[string]string {
+	// A gcs output reported as a key alone is in its template's archiveLocation.gcs bucket.
+	gcsBuckets := map[string]string{}
+	templates, _, _ := unstructured.NestedSlice(wf.Object, "spec", "templates")
+	for _, raw := range templates {
+		tm, _ := raw.(map[string]any)
+		name, _, _ := unstructured.NestedString(tm, "name")
+		gcsBuckets[name], _, _ = unstructured.NestedString(tm, "archiveLocation", "gcs", "bucket")
+	}
+	arts := func(list []any, gcsBucket string) map[string]map[string]string {
 		out := map[string]map[string]string{}
 		lastKeys = map[string]string{}
 		for _, raw := range list {
@@ -390,16 +414,23 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 			name, _, _ := unstructured.NestedString(am, "name")
 			key, _, _ := unstructured.NestedString(am, "s3", "key")
 			b, _, _ := unstructured.NestedString(am, "s3", "bucket")
-			if b == "" {
+			fetch, where := a.fetchArtifact, "s3"
+			if gk, ok, _ := unstructured.NestedString(am, "gcs", "key"); ok {
+				key, fetch, where = gk, a.fetchGCSArtifact, "gs"
+				if b, _, _ = unstructured.NestedString(am, "gcs", "bucket"); b == "" {
+					b = gcsBucket
+				}
+			}
+			if b == "" && where == "s3" {
 				b = bucket
 			}
 			if key == "" {
 				continue
 			}
 			lastKeys[name] = key
-			files, err := a.fetchArtifact(ctx, b, key)
+			files, err := fetch(ctx, b, key)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("artifact %s (s3://%s/%s): %w", name, b, key, err))
+				errs = append(errs, fmt.Errorf("artifact %s (%s://%s/%s): %w", name, where, b, key, err))
 				continue
 			}
 			out[name] = files
@@ -418,7 +449,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	gp, _, _ := unstructured.NestedSlice(status, "outputs", "parameters")
 	ga, _, _ := unstructured.NestedSlice(status, "outputs", "artifacts")
-	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga)
+	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga, "")
 
 	nodes, _, _ := unstructured.NestedMap(status, "nodes")
 	for id, raw := range nodes {
@@ -441,7 +472,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 		op, _, _ := unstructured.NestedSlice(nm, "outputs", "parameters")
 		oa, _, _ := unstructured.NestedSlice(nm, "outputs", "artifacts")
 		ip, _, _ := unstructured.NestedSlice(nm, "inputs", "parameters")
-		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa), params(ip)
+		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa, gcsBuckets[n.Template]), params(ip)
 		n.ArtifactKeys = lastKeys
 		if n.Type == "Pod" && n.Phase != "Skipped" && n.Phase != "Pending" {
 			// POD_NAMES v1 (v3.3.8's default): the pod is named after the node ID
@@ -490,6 +521,12 @@ func (a *Argo) fetchArtifact(ctx context.Context, bucket, key string) (map[strin
 	if err != nil {
 		return nil, err
 	}
+	return archiveFiles(data)
+}
+
+// archiveFiles is an object's content as fetchArtifact gives it: a .tgz's regular files (path
+// -> content), anything else one file named "".
+func archiveFiles(data []byte) (map[string]string, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return map[string]string{"": string(data)}, nil

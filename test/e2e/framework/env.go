@@ -26,6 +26,7 @@ type Env struct {
 	S3AccessKey   string // ARGOEXEC_E2E_S3_ACCESS_KEY
 	S3SecretKey   string // ARGOEXEC_E2E_S3_SECRET_KEY
 	S3Region      string // ARGOEXEC_E2E_S3_REGION (default us-east-1)
+	GCSHost       string // ARGOEXEC_E2E_GCS_HOST: the GCS emulator's host:port, reachable from pods (from $STATE/gcs.env; default 10.88.0.1:7071)
 	BusyboxImage  string // ARGOEXEC_E2E_BUSYBOX_IMAGE (default busybox:local)
 	ExecutorImage string // ARGOEXEC_E2E_EXECUTOR_IMAGE (default argoexec:dev)
 }
@@ -37,11 +38,14 @@ func getenv(key, def string) string {
 	return def
 }
 
-// LoadEnv reads the ARGOEXEC_E2E_* variables. Unset S3 keys are read from $STATE/s3.env, the
-// file hack/cluster.sh writes.
+// LoadEnv reads the ARGOEXEC_E2E_* variables. Unset S3 keys are read from $STATE/s3.env, and
+// the GCS emulator's address from $STATE/gcs.env, the files hack/cluster.sh writes.
 func LoadEnv() Env {
 	state := getenv("ARGOEXEC_E2E_STATE", "/var/lib/argoexec-testbed")
 	s3 := readEnvFile(filepath.Join(state, "s3.env"))
+	for k, v := range readEnvFile(filepath.Join(state, "gcs.env")) {
+		s3[k] = v
+	}
 	host, _ := os.Hostname()
 	port, err := strconv.Atoi(getenv("ARGOEXEC_E2E_KUBELET_PORT", "10250"))
 	if err != nil {
@@ -67,6 +71,7 @@ func LoadEnv() Env {
 		{&e.S3AccessKey, "ARGOEXEC_E2E_S3_ACCESS_KEY", ""},
 		{&e.S3SecretKey, "ARGOEXEC_E2E_S3_SECRET_KEY", ""},
 		{&e.S3Region, "ARGOEXEC_E2E_S3_REGION", "us-east-1"},
+		{&e.GCSHost, "ARGOEXEC_E2E_GCS_HOST", "10.88.0.1:7071"},
 	} {
 		def := kv.def
 		if v := s3[kv.key]; v != "" {
