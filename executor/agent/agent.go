@@ -224,7 +224,7 @@ func (a *Agent) watch(ctx context.Context, tasks chan<- task) error {
 		}
 		return false, nil
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, exists, onEvent)
+	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, a.Client), &unstructured.Unstructured{}, exists, onEvent)
 	switch {
 	case sendErr != nil:
 		return sendErr

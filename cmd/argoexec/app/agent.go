@@ -131,7 +131,10 @@ func newAgentCmd(ctx context.Context, g *globalOptions, stdio IO, initF, mainF f
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Argo's agent pod: run a workflow's HTTP and executor-plugin templates (init writes the plugins' tokens, main runs the tasks)",
-		Args:  cobra.NoArgs,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return usageErrorf("argoexec agent %s: unknown command: want init or main (Argo's controller runs `agent init` and `agent main`)", strings.Join(args, " "))
+		},
 	}
 	for _, sub := range []struct {
 		name, short string
