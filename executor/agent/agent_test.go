@@ -298,3 +298,30 @@ func TestAgentRefusedResultsBecomeErrors(t *testing.T) {
 		t.Errorf("the result was refused %d times, want 1", refused)
 	}
 }
+
+// TestAgentRequeuesPlugins: a plugin that answers Running with a requeue
+// is called again after that long, and its final result is reported.
+func TestAgentRequeuesPlugins(t *testing.T) {
+	p := newPluginServer(t, reply{200, `{"node":{"phase":"Running","progress":"0/1"},"requeue":"10ms"}`}, reply{200, `{"node":{"phase":"Succeeded","progress":"1/1"}}`})
+	api := newFakeAPI(t, taskSet(t, map[string]string{"wf-1": pluginTemplate}, nil))
+	a := newTestAgent(clock.RealClock{})
+	a.Plugins = []*Plugin{{Name: "hello", Address: p.URL, Token: "t"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAgent(ctx, api, a)
+	for {
+		waitFor(t, api.patched, "the plugin's final result")
+		api.mu.Lock()
+		js := strings.Join(api.patches, "\n")
+		api.mu.Unlock()
+		if strings.Contains(js, `{"wf-1":{"phase":"Succeeded","progress":"1/1"}}`) {
+			break
+		}
+	}
+	cancel()
+	if err := waitRun(t, done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v", err)
+	}
+	if p.count() != 2 {
+		t.Errorf("the plugin was called %d times, want 2", p.count())
+	}
+}

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -50,7 +53,84 @@ func init() {
 					}
 				}
 			}},
+		// Not an Argo example: a POST with a body and a header from a Secret, judged by a
+		// successCondition over the body, and one whose condition is false.
+		argoCase{example: "http-secret-header", only: "emissary", wantPhase: "Succeeded", manifest: httpSecretHeaderWorkflow,
+			urls: map[string]string{"http://local.invalid/": "/"}, setup: agentSecret,
+			check: func(t *testing.T, o *framework.WorkflowOutcome) {
+				n := mustNode(t, o, "post", "Succeeded")
+				if n.Result == nil || *n.Result != "POST ping token=s3cr3t" {
+					t.Errorf("post: result %v", n.Result)
+				}
+				f := mustNode(t, o, "condition-false", "Failed")
+				if f.Message != "successCondition 'response.statusCode == 201' evaluated false" {
+					t.Errorf("condition-false: message %q", f.Message)
+				}
+			}},
 	)
+}
+
+const httpSecretHeaderWorkflow = `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata:
+  generateName: http-secret-header-
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: post
+        template: post
+      - name: condition-false
+        template: condition-false
+        continueOn: {failed: true}
+  - name: post
+    http:
+      method: POST
+      url: http://local.invalid/echo
+      body: ping
+      headers:
+      - name: X-Token
+        valueFrom: {secretKeyRef: {name: agent-e2e-token, key: token}}
+      successCondition: 'response.statusCode == 200 && response.body == "POST ping token=s3cr3t"'
+  - name: condition-false
+    http:
+      url: http://local.invalid/echo
+      timeoutSeconds: 20
+      successCondition: response.statusCode == 201
+`
+
+// agentSecret makes, in the controller's namespace, the Secret the http-secret-header case's
+// header reads and a Role that lets the agent (ServiceAccount default) get it: Argo's own
+// agent Role has no secrets get, and both images must run with the same grants.
+func agentSecret(t *testing.T, a *framework.Argo) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := a.Controller.Namespace
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "agent-e2e-token"}, StringData: map[string]string{"token": "s3cr3t"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "agent-e2e-token"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"agent-e2e-token"}, Verbs: []string{"get"}}}}
+	bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "agent-e2e-token"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent-e2e-token"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}}}
+	for what, err := range map[string]error{
+		"secret":      ignoreExists(a.Client.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})),
+		"role":        ignoreExists(a.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})),
+		"rolebinding": ignoreExists(a.Client.RbacV1().RoleBindings(ns).Create(ctx, bind, metav1.CreateOptions{})),
+	} {
+		if err != nil {
+			t.Fatalf("create the %s agent-e2e-token in %s: %v", what, ns, err)
+		}
+	}
+}
+
+// ignoreExists is the error of a create, nil when the object already exists.
+func ignoreExists[T any](_ T, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // What the local server answers for the examples' URLs.
@@ -84,6 +164,11 @@ func argoHTTPServer(t *testing.T) string {
 		_, _ = io.WriteString(w, "201 Created")
 	})
 	mux.HandleFunc("/google", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, googleBody) })
+	// /echo says what it got: method, body and the X-Token header.
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = fmt.Fprintf(w, "%s %s token=%s", r.Method, b, r.Header.Get("X-Token"))
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -98,14 +183,19 @@ func argoHTTPServer(t *testing.T) string {
 	return "http://" + l.Addr().String()
 }
 
-// localURLsVariant is the example at path with each key of urls (an external URL prefix)
-// replaced by base followed by its value; each must occur.
-func localURLsVariant(path, base string, urls map[string]string) (*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+// localURLsVariant is manifest, or when it is empty the example at path, with each key of urls
+// (an external URL prefix) replaced by base followed by its value; each must occur.
+func localURLsVariant(manifest, path, base string, urls map[string]string) (*unstructured.Unstructured, error) {
+	s := manifest
+	if s == "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		s = string(data)
+	} else {
+		path = "the case's manifest"
 	}
-	s := string(data)
 	for from, to := range urls {
 		if !strings.Contains(s, from) {
 			return nil, fmt.Errorf("%s: no %q to point at the local server", path, from)

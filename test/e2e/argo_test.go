@@ -61,7 +61,9 @@ type argoCase struct {
 	// each key, an external URL prefix in the example, is replaced by the server's address and
 	// the value, a path prefix; nothing else changes. It marks an HTTP-template case: its nodes
 	// run in Argo's agent pod, whose image and log the run checks (watchAgent).
-	urls  map[string]string
+	urls map[string]string
+	// setup, when set, prepares the controller's namespace before the workflow is submitted.
+	setup func(t *testing.T, a *framework.Argo)
 	check func(t *testing.T, o *framework.WorkflowOutcome)
 }
 
@@ -479,10 +481,10 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 	c := r.c
 	var wf *unstructured.Unstructured
 	var err error
-	if c.manifest != "" {
+	if c.urls != nil {
+		wf, err = localURLsVariant(c.manifest, filepath.Join(mod, "examples", c.example+".yaml"), r.httpURL, c.urls)
+	} else if c.manifest != "" {
 		wf, err = framework.ParseWorkflow([]byte(c.manifest))
-	} else if c.urls != nil {
-		wf, err = localURLsVariant(filepath.Join(mod, "examples", c.example+".yaml"), r.httpURL, c.urls)
 	} else {
 		wf, err = framework.LoadWorkflow(filepath.Join(mod, "examples", c.example+".yaml"))
 	}
@@ -506,6 +508,9 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 	created, err := a.Submit(ctx, wf, r.backend)
 	if err != nil {
 		t.Fatalf("submit %s: %v", c.example, err)
+	}
+	if c.setup != nil {
+		c.setup(t, a)
 	}
 	var agent *agentSeen
 	if c.urls != nil {
