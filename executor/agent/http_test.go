@@ -203,7 +203,9 @@ func TestRunHTTPTimeout(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	a := newTestAgent(clk)
 	done := make(chan wf.NodeResult, 1)
-	go func() { done <- a.runHTTP(context.Background(), &wf.HTTPTemplate{URL: srv.URL, TimeoutSeconds: ptr.To[int64](5)}, a.Log) }()
+	go func() {
+		done <- a.runHTTP(context.Background(), &wf.HTTPTemplate{URL: srv.URL, TimeoutSeconds: ptr.To[int64](5)}, a.Log)
+	}()
 	for !clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
