@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/argoexec/argoexec/executor/report"
@@ -173,15 +176,21 @@ func causeOf(ctx context.Context, err error) error {
 	return err
 }
 
+// secretResource is the core group's Secrets.
+func secretResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+}
+
 // secretValue reads key of secret name in the agent's namespace.
 func (a *Agent) secretValue(ctx context.Context, name, key string) (string, error) {
-	var data map[string][]byte
+	var data map[string]string
 	retry := report.Retry{Clock: a.Clock, First: time.Second, MaxDelay: 10 * time.Second, Attempts: 5, Log: a.Log}
 	err := retry.Do(ctx, "read secret "+name, func(ctx context.Context) error {
-		s, err := a.Secrets.Secrets(a.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			data = s.Data
+		u, err := a.Client.Resource(secretResource()).Namespace(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
+		data, _, err = unstructured.NestedStringMap(u.Object, "data")
 		return err
 	})
 	if err != nil {
@@ -191,5 +200,9 @@ func (a *Agent) secretValue(ctx context.Context, name, key string) (string, erro
 	if !ok {
 		return "", fmt.Errorf("secret %s/%s has no key %q: add it, or name another key in the header's valueFrom.secretKeyRef", a.Namespace, name, key)
 	}
-	return string(v), nil
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return "", fmt.Errorf("secret %s/%s: key %q is not base64 as the API server returns it: %w", a.Namespace, name, key, err)
+	}
+	return string(b), nil
 }

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -60,16 +60,24 @@ func testLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// newTestAgent is an agent over the secrets given, with its HTTP clients.
+// newTestAgent is an agent over a fake API server holding the secrets
+// given, with its HTTP clients.
 func newTestAgent(clk clock.WithTickerAndDelayedExecution, secrets ...runtime.Object) *Agent {
 	a := &Agent{
-		Config:  Config{Namespace: "argo", WorkflowName: "wf"},
-		Secrets: kubefake.NewClientset(secrets...).CoreV1(),
-		Clock:   clk,
-		Log:     testLog(),
+		Config: Config{Namespace: "argo", WorkflowName: "wf"},
+		Client: fakeSecrets(secrets...),
+		Clock:  clk,
+		Log:    testLog(),
 	}
 	a.clients = newHTTPClients(nil)
 	return a
+}
+
+// fakeSecrets is a fake dynamic client that serves the secrets given.
+func fakeSecrets(secrets ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	return dynamicfake.NewSimpleDynamicClient(scheme, secrets...)
 }
 
 func secret(name string, data map[string]string) *corev1.Secret {
@@ -171,12 +179,10 @@ func TestRunHTTPSendsTheRequest(t *testing.T) {
 // TestRunHTTPSecretForbidden: a refused secret read names the grant.
 func TestRunHTTPSecretForbidden(t *testing.T) {
 	srv, s := target(t, 200, "ok")
-	cs := kubefake.NewClientset()
-	cs.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	a := newTestAgent(clock.RealClock{})
+	a.Client.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "api", nil)
 	})
-	a := newTestAgent(clock.RealClock{})
-	a.Secrets = cs.CoreV1()
 	h := &wf.HTTPTemplate{URL: srv.URL, Headers: []wf.HTTPHeader{{Name: "Authorization", ValueFrom: &wf.HTTPHeaderSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}}}}
 	got := a.runHTTP(context.Background(), h, a.Log)

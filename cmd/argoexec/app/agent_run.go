@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/argoexec/argoexec/executor/agent"
 	"github.com/argoexec/argoexec/pkg/version"
@@ -46,10 +45,6 @@ func runAgentMain(ctx context.Context, o *AgentOptions) error {
 	if err != nil {
 		return fmt.Errorf("agent main: create Kubernetes client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("agent main: create Kubernetes client: %w", err)
-	}
 	plugins, err := agent.ReadTokens(o.TokenDir, o.PluginNames, o.PluginAddresses)
 	if err != nil {
 		return err
@@ -59,9 +54,8 @@ func runAgentMain(ctx context.Context, o *AgentOptions) error {
 			Namespace: o.Namespace, WorkflowName: o.WorkflowName, Plugins: plugins,
 			TaskWorkers: o.TaskWorkers, PatchRate: o.PatchRate,
 		},
-		Client:  dyn,
-		Secrets: kube.CoreV1(),
-		Log:     o.Log,
+		Client: dyn,
+		Log:    o.Log,
 	}
 	return a.Run(ctx)
 }
