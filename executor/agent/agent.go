@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -324,6 +325,10 @@ func (a *Agent) patchResults(ctx context.Context, results <-chan result) error {
 				pending, converted = map[string]wf.NodeResult{}, false
 			case ctx.Err() != nil:
 				return nil
+			case apierrors.IsNotFound(err):
+				// Deleted: the workflow is gone, and the watch ends Run.
+				a.Log.WithField("nodes", len(pending)).Info("the WorkflowTaskSet is gone: dropping the results not yet reported")
+				pending, converted = map[string]wf.NodeResult{}, false
 			case report.Retriable(err):
 				a.Log.WithError(err).Warn("patch the WorkflowTaskSet's status failed; retrying at the next tick")
 			case report.RBACHint(err, "patch", "workflowtasksets/status", a.Namespace) != "":

@@ -325,3 +325,33 @@ func TestAgentRequeuesPlugins(t *testing.T) {
 		t.Errorf("the plugin was called %d times, want 2", p.count())
 	}
 }
+
+// TestAgentPatchNotFound: a taskset deleted before its results are
+// patched drops them (the workflow is gone) instead of failing Run.
+func TestAgentPatchNotFound(t *testing.T) {
+	srv, _ := target(t, 200, "hello")
+	api := newFakeAPI(t, taskSet(t, map[string]string{"wf-1": `{"http":{"url":"` + srv.URL + `"}}`}, nil))
+	refused := make(chan struct{}, 100)
+	api.client.PrependReactor("patch", "workflowtasksets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		refused <- struct{}{}
+		return true, nil, apierrors.NewNotFound(TaskSetResource().GroupResource(), "wf")
+	})
+	a := newTestAgent(clock.RealClock{})
+	a.TaskWorkers = 1
+	done := runAgent(context.Background(), api, a)
+	waitFor(t, api.watching, "the watch")
+	waitFor(t, refused, "a patch")
+	// More ticks pass with nothing pending: Run is still watching.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v before the taskset was deleted", err)
+	default:
+	}
+	if err := api.client.Resource(TaskSetResource()).Namespace("argo").Delete(context.Background(), "wf", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitRun(t, done); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
