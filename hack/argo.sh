@@ -15,7 +15,12 @@
 #   ours      namespace argo-ours      --executor-image $ARGO_OURS_IMAGE     (argoexec:dev-argo: our
 #             image with sh and pidof, which Argo's controller runs in wait; hack/images.sh argoexec)
 # Both run all the time (about 40 MiB each), so one test run compares the two images without a
-# restart. ARGO_CONTROLLERS (default "upstream ours") picks which to start.
+# restart. ARGO_CONTROLLERS (default "upstream ours") picks which to start. A third, "dev", is
+# started only when ARGO_CONTROLLERS names it: namespace argo-dev, --executor-image
+# $ARGO_DEV_IMAGE (default $ARGOEXEC_DEV_IMAGE-argo, the image hack/images.sh builds for
+# ARGOEXEC_DEV_IMAGE), installed as "ours" is: a worktree's own image under Argo's controller,
+# for what a podSpecPatch cannot reach (the agent pod of HTTP templates runs the controller's
+# executor image). One dev image at a time: another restarts it.
 # Each: log $STATE/logs/argo-controller-NAME.log, pid $STATE/run/argo-controller-NAME.pid,
 # ConfigMap manifests/argo/workflow-controller-configmap.yaml. RBAC: upstream has
 # manifests/argo/rbac.yaml + the Roles from Argo's own manifests in the Go module; ours is
@@ -28,6 +33,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 ARGO_VERSION=${ARGO_VERSION:-v3.3.8}
 ARGO_UPSTREAM_IMAGE=${ARGO_UPSTREAM_IMAGE:-${ARGOEXEC_ARGO_IMAGE:-argoexec-argo:v3.3.8}}
 ARGO_OURS_IMAGE=${ARGO_OURS_IMAGE:-argoexec:dev-argo}
+# the -argo variant of ARGOEXEC_DEV_IMAGE, named as hack/images.sh names it
+_dev=${ARGOEXEC_DEV_IMAGE:-argoexec:dev}
+if [[ ${_dev##*/} == *:* ]]; then _dev=$_dev-argo; else _dev=$_dev:latest-argo; fi
+ARGO_DEV_IMAGE=${ARGO_DEV_IMAGE:-$_dev}
+unset _dev
 ARGO_CONTROLLERS=${ARGO_CONTROLLERS:-upstream ours}
 ARGO_STATE=$STATE/argo
 CONTROLLER_EXE=$BIN/argo-workflow-controller
@@ -43,7 +53,8 @@ image_of() {
   case $1 in
     upstream) echo "$ARGO_UPSTREAM_IMAGE" ;;
     ours) echo "$ARGO_OURS_IMAGE" ;;
-    *) die "unknown controller $1 (upstream, ours)" ;;
+    dev) echo "$ARGO_DEV_IMAGE" ;;
+    *) die "unknown controller $1 (upstream, ours, dev)" ;;
   esac
 }
 
@@ -185,13 +196,13 @@ testbed_configmap() {
     "$REPO_ROOT/manifests/argo/workflow-controller-configmap.yaml"
 }
 
-# install_ours NS: what a user of Argo v3.3 applies, over the part of Argo's install the testbed
+# install_ours NS IMAGE: what a user of Argo v3.3 applies, over the part of Argo's install the testbed
 # uses (the controller runs on the host, so no Deployment): Argo's controller Role and the
-# testbed's ConfigMap, with the components manifests/argo/{executor,k8sapi,kubelet,emissary}, applied
-# with `kubectl apply -k`; executor.image is $ARGO_OURS_IMAGE, the image the controller's
+# testbed's ConfigMap, with the components manifests/argo/{executor,k8sapi,kubelet,emissary,agent},
+# applied with `kubectl apply -k`; executor.image is IMAGE, the image the controller's
 # --executor-image flag (controller_args, kept so that its command line does not change) names.
 install_ours() {
-  local ns=$1 mod d rel
+  local ns=$1 image=$2 mod d rel
   mod=$(module_dir)
   d=$ARGO_STATE/kustomize-$ns
   rm -rf "$d"; mkdir -p "$d"
@@ -200,12 +211,12 @@ install_ours() {
   sed -n '/^# The controller runs on the host/,$p' "$REPO_ROOT/manifests/argo/rbac.yaml" > "$d/argo-binding.yaml"
   testbed_configmap "$ns" > "$d/configmap.yaml"
   # the image, set as the README tells users to (its one line in executor-configmap.yaml)
-  sed "s#^    image: argoexec:.*#    image: $ARGO_OURS_IMAGE#" "$REPO_ROOT/manifests/argo/executor/executor-configmap.yaml" > "$d/executor-image.yaml"
-  grep -q "^    image: $ARGO_OURS_IMAGE\$" "$d/executor-image.yaml" || die "manifests/argo/executor/executor-configmap.yaml: no image line to set"
+  sed "s#^    image: argoexec:.*#    image: $image#" "$REPO_ROOT/manifests/argo/executor/executor-configmap.yaml" > "$d/executor-image.yaml"
+  grep -q "^    image: $image\$" "$d/executor-image.yaml" || die "manifests/argo/executor/executor-configmap.yaml: no image line to set"
   rel=$(realpath --relative-to="$d" "$REPO_ROOT/manifests/argo")
   printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" "kind: Kustomization" "namespace: $ns" \
     "resources: [argo-role.yaml, argo-binding.yaml, configmap.yaml]" \
-    "components: [$rel/executor, $rel/k8sapi, $rel/kubelet, $rel/emissary]" "patches: [{path: executor-image.yaml}]" > "$d/kustomization.yaml"
+    "components: [$rel/executor, $rel/k8sapi, $rel/kubelet, $rel/emissary, $rel/agent]" "patches: [{path: executor-image.yaml}]" > "$d/kustomization.yaml"
   "${KUBECTL[@]}" apply -k "$d" >/dev/null
   # Before this install the namespace had Argo's executor Roles bound to default: drop those
   # bindings, so that the components' grants are the ones in effect (they include Argo's).
@@ -214,7 +225,8 @@ install_ours() {
 }
 
 # setup_namespace NAME: namespace, RBAC, S3 Secret and bucket, ConfigMap for one controller:
-# "ours" through install_ours, "upstream" (Argo's own argoexec) with Argo's executor Roles.
+# "ours" and "dev" through install_ours, "upstream" (Argo's own argoexec) with Argo's executor
+# Roles and its agent Role (HTTP templates), and the legacy token Secret its agent pod mounts.
 setup_namespace() {
   local name=$1 ns mod
   ns=$(ns_of "$name"); mod=$(module_dir)
@@ -223,8 +235,8 @@ setup_namespace() {
   # warning, in the controller's log, names the containers that violate it: main, not init/wait).
   "${KUBECTL[@]}" label namespace "$ns" --overwrite pod-security.kubernetes.io/warn=restricted \
     pod-security.kubernetes.io/warn-version=latest >/dev/null
-  if [ "$name" = ours ]; then
-    install_ours "$ns"
+  if [ "$name" = ours ] || [ "$name" = dev ]; then
+    install_ours "$ns" "$(image_of "$name")"
   else
   {
     cat "$mod/manifests/namespace-install/workflow-controller-rbac/workflow-controller-role.yaml"
@@ -232,6 +244,12 @@ setup_namespace() {
     sed 's/^  name: executor$/  name: executor-k8sapi/' "$mod/manifests/quick-start/base/executor/k8sapi/executor-role.yaml"
     echo "---"
     sed 's/^  name: executor$/  name: executor-kubelet/' "$mod/manifests/quick-start/base/executor/kubelet/executor-role.yaml"
+    echo "---"
+    cat "$mod/manifests/quick-start/base/agent-role.yaml"
+    echo "---"
+    cat "$mod/manifests/quick-start/base/agent-default-rolebinding.yaml"
+    echo "---"
+    cat "$REPO_ROOT/manifests/argo/agent/token-secret.yaml"
     echo "---"
     sed "s/@NAMESPACE@/$ns/g" "$REPO_ROOT/manifests/argo/rbac.yaml"
     echo "---"
@@ -267,7 +285,7 @@ cmd_up() {
 cmd_down() {
   mkdir -p "$RUN"
   local name
-  for name in upstream ours; do stop_controller "$name"; done
+  for name in upstream ours dev; do stop_controller "$name"; done
 }
 
 # cmd_kill: SIGKILL each running controller (its pid file and orphans), and wait until it is gone.
@@ -295,13 +313,15 @@ cmd_start() {
 
 cmd_status() {
   local name pid rc=0
-  for name in upstream ours; do
+  for name in upstream ours dev; do
     pid=$(controller_pid "$name")
     if [ -n "$pid" ]; then
       printf 'argo-controller-%-9s running  pid %-8s rss %s  namespace %s  executor %s\n' "$name" "$pid" \
         "$(awk '/VmRSS/{printf "%d MiB", $2/1024}' "/proc/$pid/status")" "$(ns_of "$name")" \
         "$(tr '\0' '\n' < "/proc/$pid/cmdline" | sed -n '/^--executor-image$/{n;p;}')"
     else
+      # dev is optional: it is listed when it runs or ARGO_CONTROLLERS names it
+      [ "$name" = dev ] && [[ " $ARGO_CONTROLLERS " != *" dev "* ]] && continue
       printf 'argo-controller-%-9s stopped\n' "$name"
       [[ " $ARGO_CONTROLLERS " == *" $name "* ]] && rc=1
     fi
@@ -315,6 +335,8 @@ export ARGOEXEC_E2E_ARGO_NAMESPACE_UPSTREAM=$(ns_of upstream)
 export ARGOEXEC_E2E_ARGO_NAMESPACE_OURS=$(ns_of ours)
 export ARGOEXEC_E2E_ARGO_IMAGE_UPSTREAM=$ARGO_UPSTREAM_IMAGE
 export ARGOEXEC_E2E_ARGO_IMAGE_OURS=$ARGO_OURS_IMAGE
+export ARGOEXEC_E2E_ARGO_NAMESPACE_DEV=$(ns_of dev)
+export ARGOEXEC_E2E_ARGO_IMAGE_DEV=$ARGO_DEV_IMAGE
 export ARGOEXEC_E2E_ARGO_MODULE=$(module_dir)
 EOF
 }

@@ -106,7 +106,7 @@ func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
 // loads in argoexec's own strict loader; the Deployment loses the flag that
 // would win over it; each backend's RBAC is bound in the namespace.
 func TestArgoComponents(t *testing.T) {
-	objs, err := buildOverArgo(t, "wf", argoDeployment, "executor", "k8sapi", "kubelet")
+	objs, err := buildOverArgo(t, "wf", argoDeployment, "executor", "k8sapi", "kubelet", "agent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +140,8 @@ func TestArgoComponents(t *testing.T) {
 	}{
 		{"argoexec-executor-k8sapi", []string{"pods/exec:create", "pods/log:get", "pods:get", "pods:patch", "pods:watch", "workflowtaskresults:create", "workflowtaskresults:patch"}},
 		{"argoexec-executor-kubelet", []string{"pods:get", "pods:patch", "workflowtaskresults:create", "workflowtaskresults:patch"}},
+		// Argo's agent Role (HTTP templates), plus secrets get for headers from secrets.
+		{"argoexec-agent", []string{"secrets:get", "workflowtasksets/status:patch", "workflowtasksets:list", "workflowtasksets:watch"}},
 	} {
 		r := decode[rbacv1.Role](t, objs, "Role/"+tc.role)
 		if got := grants(r.Rules); !slices.Equal(got, tc.grants) || r.Namespace != "wf" {
@@ -149,6 +151,14 @@ func TestArgoComponents(t *testing.T) {
 		if b.RoleRef.Name != tc.role || len(b.Subjects) != 1 || b.Subjects[0].Name != "default" {
 			t.Errorf("RoleBinding %s = %+v", tc.role, b)
 		}
+	}
+	// Argo v3.3.8's controller mounts serviceAccount.secrets[0] into the agent pod: the
+	// component makes the legacy token Secret that Kubernetes >= 1.24 no longer makes.
+	sec := decode[corev1.Secret](t, objs, "Secret/default-agent-token")
+	sa := decode[corev1.ServiceAccount](t, objs, "ServiceAccount/default")
+	if sec.Type != corev1.SecretTypeServiceAccountToken || sec.Annotations[corev1.ServiceAccountNameKey] != "default" ||
+		len(sa.Secrets) != 1 || sa.Secrets[0].Name != sec.Name || sa.Namespace != "wf" || sec.Namespace != "wf" {
+		t.Errorf("token Secret %+v, ServiceAccount %+v: want default's token Secret, listed first", sec.ObjectMeta, sa)
 	}
 	cr := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/argoexec-executor-kubelet")
 	if got := grants(cr.Rules); !slices.Equal(got, []string{"nodes/pods:get", "nodes/proxy:create", "nodes/proxy:get"}) {
@@ -171,7 +181,7 @@ func TestArgoComponentRefusesOtherLayout(t *testing.T) {
 }
 
 // TestArgoInstall: manifests/argo/install is Argo's namespace-install
-// v3.3.8 with the four components, in namespace argo.
+// v3.3.8 with the five components, in namespace argo.
 func TestArgoInstall(t *testing.T) {
 	data, err := os.ReadFile("argo/install/kustomization.yaml")
 	if err != nil {
@@ -186,7 +196,7 @@ func TestArgoInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k.Namespace != "argo" || len(k.Resources) != 1 || !strings.Contains(k.Resources[0], "argo-workflows/manifests/namespace-install?ref=v3.3.8") ||
-		!slices.Equal(k.Components, []string{"../executor", "../k8sapi", "../kubelet", "../emissary"}) {
+		!slices.Equal(k.Components, []string{"../executor", "../k8sapi", "../kubelet", "../emissary", "../agent"}) {
 		t.Errorf("argo/install = %+v", k)
 	}
 }
@@ -215,7 +225,7 @@ func TestArgoComponentsOverArgosOwnInstall(t *testing.T) {
 		}
 		return r
 	}
-	kust := "namespace: argo\nresources: [" + rel(install) + "]\ncomponents: [" + rel("argo/executor") + ", " + rel("argo/k8sapi") + ", " + rel("argo/kubelet") + ", " + rel("argo/emissary") + "]\n"
+	kust := "namespace: argo\nresources: [" + rel(install) + "]\ncomponents: [" + rel("argo/executor") + ", " + rel("argo/k8sapi") + ", " + rel("argo/kubelet") + ", " + rel("argo/emissary") + ", " + rel("argo/agent") + "]\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +258,11 @@ func TestArgoComponentsOverArgosOwnInstall(t *testing.T) {
 				t.Errorf("ConfigMap: executor %q, load error %v", cm.Data["executor"], err)
 			}
 			found++
-		case "Role/argoexec-executor-emissary", "RoleBinding/argoexec-executor-emissary":
+		case "Role/argoexec-executor-emissary", "RoleBinding/argoexec-executor-emissary", "Role/argoexec-agent", "RoleBinding/argoexec-agent":
 			found++
 		}
 	}
-	if found != 4 {
-		t.Errorf("found %d of Argo's Deployment and ConfigMap and the emissary Role and RoleBinding", found)
+	if found != 6 {
+		t.Errorf("found %d of Argo's Deployment and ConfigMap and the emissary and agent Roles and RoleBindings", found)
 	}
 }

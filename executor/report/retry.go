@@ -75,6 +75,11 @@ func (r Retry) Do(ctx context.Context, what string, fn func(context.Context) err
 	}
 }
 
+// Retriable says whether an API error may pass, so that a caller that
+// gave up retrying it may try again later: the server was busy, timed out
+// or broke the connection, or was not reached at all.
+func Retriable(err error) bool { return retriable(err) }
+
 // retriable says whether an API error may pass: the server was busy,
 // timed out or broke the connection.
 func retriable(err error) bool {

@@ -59,7 +59,14 @@ type argoCase struct {
 	upstreamDiffers string
 	// gcs: the manifest uses the testbed's GCS emulator: @GCS_HOST@ in it is the emulator's
 	// host:port (Env.GCSHost), and the bucket argoexec-e2e is created first.
-	gcs   bool
+	gcs bool
+	// urls, when set, point the example's URLs at the test's local HTTP server (argoHTTPServer):
+	// each key, an external URL prefix in the example, is replaced by the server's address and
+	// the value, a path prefix; nothing else changes. It marks an HTTP-template case: its nodes
+	// run in Argo's agent pod, whose image and log the run checks (watchAgent).
+	urls map[string]string
+	// setup, when set, prepares the controller's namespace before the workflow is submitted.
+	setup func(t *testing.T, a *framework.Argo)
 	check func(t *testing.T, o *framework.WorkflowOutcome)
 }
 
@@ -254,18 +261,17 @@ func containerNodes(names ...string) func(*testing.T, *framework.WorkflowOutcome
 // Examples of v3.3.8 that need the network at run time (or an image that is not built here),
 // left out of the tier.
 var argoLeftOut = map[string]string{
-	"input-artifact-git":                       "clones https://github.com/argoproj/argo-workflows.git",
-	"input-artifact-http":                      "downloads kubectl from storage.googleapis.com",
-	"arguments-artifacts":                      "downloads kubectl from storage.googleapis.com",
-	"input-artifact-s3":                        "reads s3.amazonaws.com",
-	"output-artifact-s3":                       "writes s3.amazonaws.com",
-	"input-artifact-oss":                       "reads an Alibaba OSS endpoint",
-	"artifactory-artifact":                     "needs an Artifactory server",
-	"ci, ci-output-artifact, influxdb-ci":      "git clone from github.com, golang/influxdb images",
-	"http-hello-world, http-success-condition": "HTTP templates to openlibrary.org, raw.githubusercontent.com, httpstat.us, google.com",
-	"buildkit-template":                        "git clone from github.com and a registry push",
-	"image-pull-secrets":                       "pulls from a registry",
-	"exit-handler-slack":                       "posts to Slack",
+	"input-artifact-git":                  "clones https://github.com/argoproj/argo-workflows.git",
+	"input-artifact-http":                 "downloads kubectl from storage.googleapis.com",
+	"arguments-artifacts":                 "downloads kubectl from storage.googleapis.com",
+	"input-artifact-s3":                   "reads s3.amazonaws.com",
+	"output-artifact-s3":                  "writes s3.amazonaws.com",
+	"input-artifact-oss":                  "reads an Alibaba OSS endpoint",
+	"artifactory-artifact":                "needs an Artifactory server",
+	"ci, ci-output-artifact, influxdb-ci": "git clone from github.com, golang/influxdb images",
+	"buildkit-template":                   "git clone from github.com and a registry push",
+	"image-pull-secrets":                  "pulls from a registry",
+	"exit-handler-slack":                  "posts to Slack",
 	"daemon-nginx, sidecar-nginx, daemon-step, dag-daemon-task, sidecar": "nginx and influxdb images (servers not built here)",
 }
 
@@ -345,6 +351,7 @@ type argoRun struct {
 	outcome *framework.WorkflowOutcome
 	took    time.Duration // submitted -> phase seen final
 	ran     bool          // false when -run filtered it out
+	httpURL string        // the local HTTP server's base URL (argoHTTPServer)
 }
 
 func (r *argoRun) name() string { return r.c.name() + "/" + r.backend + "/" + r.ctrl.Name }
@@ -392,6 +399,7 @@ func TestArgo(t *testing.T) {
 		})
 	}
 
+	httpURL := argoHTTPServer(t)
 	var runs []*argoRun
 	for _, c := range argoCases {
 		for _, backend := range argoBackends() {
@@ -399,7 +407,7 @@ func TestArgo(t *testing.T) {
 				continue
 			}
 			for _, ctrl := range ctrls {
-				runs = append(runs, &argoRun{c: c, backend: backend, ctrl: ctrl})
+				runs = append(runs, &argoRun{c: c, backend: backend, ctrl: ctrl, httpURL: httpURL})
 			}
 		}
 	}
@@ -484,7 +492,9 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 			t.Fatal(err)
 		}
 	}
-	if c.manifest != "" {
+	if c.urls != nil {
+		wf, err = localURLsVariant(c.manifest, filepath.Join(mod, "examples", c.example+".yaml"), r.httpURL, c.urls)
+	} else if c.manifest != "" {
 		wf, err = framework.ParseWorkflow([]byte(strings.ReplaceAll(c.manifest, "@GCS_HOST@", a.Env.GCSHost)))
 	} else {
 		wf, err = framework.LoadWorkflow(filepath.Join(mod, "examples", c.example+".yaml"))
@@ -509,6 +519,15 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 	created, err := a.Submit(ctx, wf, r.backend)
 	if err != nil {
 		t.Fatalf("submit %s: %v", c.example, err)
+	}
+	if c.setup != nil {
+		c.setup(t, a)
+	}
+	var agent *agentSeen
+	if c.urls != nil {
+		agentCtx, stopAgent := context.WithCancel(ctx)
+		agent = watchAgent(agentCtx, a, created.GetName())
+		defer func() { stopAgent(); agent.wait() }()
 	}
 	final, err := a.WaitForWorkflow(ctx, created.GetName())
 	r.took = time.Since(start)
@@ -553,7 +572,9 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 		}
 		return
 	}
-	if len(o.ExecutorImages) != 1 || !o.ExecutorImages[r.ctrl.Image] {
+	if agent != nil {
+		checkAgent(t, agent, r.ctrl)
+	} else if len(o.ExecutorImages) != 1 || !o.ExecutorImages[r.ctrl.Image] {
 		t.Errorf("executor images %v, want only %s", keysBool(o.ExecutorImages), r.ctrl.Image)
 	}
 	if expectFailure {

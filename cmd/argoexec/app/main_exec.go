@@ -39,6 +39,13 @@ func gitRunner() func(context.Context, *ArtifactGitOptions) error {
 	return func(context.Context, *ArtifactGitOptions) error { return execMain("artifact-git") }
 }
 
+// agentRunner is, in argoexec, what replaces the process with MainBinary
+// for `argoexec agent init|main`: the agent links expr-lang/expr
+// (successCondition) and the dynamic client.
+func agentRunner(string) func(context.Context, *AgentOptions) error {
+	return func(context.Context, *AgentOptions) error { return execMain("agent") }
+}
+
 func execMain(cmd string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -46,7 +53,7 @@ func execMain(cmd string) error {
 	}
 	bin := filepath.Join(filepath.Dir(self), MainBinary)
 	if _, err := os.Stat(bin); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("argoexec %s: %s is not installed beside %s: resource and data templates run in that binary; use an image built by hack/images.sh or the Dockerfile, which ship both", cmd, bin, self)
+		return fmt.Errorf("argoexec %s: %s is not installed beside %s: resource and data templates and Argo's agent run in that binary; use an image built by hack/images.sh or the Dockerfile, which ship both", cmd, bin, self)
 	}
 	args := append([]string{bin}, os.Args[1:]...)
 	if err := syscall.Exec(bin, args, os.Environ()); err != nil {

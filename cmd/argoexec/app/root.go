@@ -101,11 +101,14 @@ type runners struct {
 	resource func(ctx context.Context, o *ResourceOptions) error
 	data     func(ctx context.Context, o *DataOptions) error
 	git      func(ctx context.Context, o *ArtifactGitOptions) error
+	// agentInit and agentMain are `argoexec agent init|main`.
+	agentInit, agentMain func(ctx context.Context, o *AgentOptions) error
 }
 
 // Run parses args (without the program name) and runs the chosen command.
 func Run(ctx context.Context, args []string, stdio IO) error {
-	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: resourceRunner(), data: dataRunner(), git: gitRunner()})
+	return run(ctx, args, stdio, runners{wait: runWait, init: runInit, resource: resourceRunner(), data: dataRunner(), git: gitRunner(),
+		agentInit: agentRunner("init"), agentMain: agentRunner("main")})
 }
 
 func run(ctx context.Context, args []string, stdio IO, r runners) error {
@@ -132,6 +135,7 @@ func newRootCmd(ctx context.Context, stdio IO, r runners) *cobra.Command {
 		newDataCmd(ctx, g, stdio, r.data),
 		newArtifactGitCmd(ctx, g, stdio, r.git),
 		newEmissaryCmd(ctx, g, stdio),
+		newAgentCmd(ctx, g, stdio, r.agentInit, r.agentMain),
 	)
 	cli.AddVersion(root, stdio.Out, version.Get().String())
 	return root

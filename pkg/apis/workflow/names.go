@@ -76,6 +76,9 @@ const (
 	// LabelControllerInstanceID labels what belongs to one of several Argo
 	// controllers (ConfigMap instanceID); wait puts it on its task result.
 	LabelControllerInstanceID = "workflows.argoproj.io/controller-instanceid"
+	// LabelCompleted is "true" on Argo's WorkflowTaskSet (and pods) once the
+	// workflow is done: the agent stops when it sees it.
+	LabelCompleted = "workflows.argoproj.io/completed"
 )
 
 // Argo Workflows v3.3.8's controller protocol: the environment it sets on
@@ -114,6 +117,20 @@ const (
 	// EnvArgoTerminationGrace is the pod's terminationGracePeriodSeconds,
 	// set on wait only when the pod spec sets it.
 	EnvArgoTerminationGrace = "ARGO_TERMINATION_GRACE_PERIOD_SECONDS"
+	// EnvArgoPluginNames is, on Argo's agent pod, the executor plugins'
+	// sidecar names as a JSON array of strings (null when there are none).
+	EnvArgoPluginNames = "ARGO_PLUGIN_NAMES"
+	// EnvArgoPluginAddresses is, on the agent pod, each plugin's address
+	// (http://localhost:PORT), a JSON array in EnvArgoPluginNames' order.
+	EnvArgoPluginAddresses = "ARGO_PLUGIN_ADDRESSES"
+	// EnvArgoAgentTaskWorkers is how many tasks the agent runs at once
+	// (default 16, executor/agent's DefaultTaskWorkers); set only when the
+	// controller has it.
+	EnvArgoAgentTaskWorkers = "ARGO_AGENT_TASK_WORKERS"
+	// EnvArgoAgentPatchRate is how often, at most, the agent patches its
+	// results into the WorkflowTaskSet (a Go duration; default 10s,
+	// executor/agent's DefaultPatchRate, the controller's requeue time).
+	EnvArgoAgentPatchRate = "ARGO_AGENT_PATCH_RATE"
 	// ArgoStagingScript is where init stages a script's source under Argo's
 	// controller (the argo-staging emptyDir, mounted in init and main).
 	ArgoStagingScript = "/argo/staging/script"
@@ -250,7 +267,7 @@ func EnvVars() []EnvDoc {
 		{EnvContainerRuntimeExecutor, "init, wait", "Backend: docker, emissary, k8sapi or kubelet (picked by the ConfigMap and the workflow's labels)."},
 		{EnvTemplatePath, "init, wait", "File holding the template JSON; default " + TemplateFile + ", projected from the pod annotation " + AnnotationTemplate + "."},
 		{EnvSidecarMode, "init, wait", "native or legacy (ConfigMap sidecarMode); in legacy mode wait kills the sidecars."},
-		{EnvWorkflowName, "init, wait", "Workflow the pod belongs to; fills {{workflow.name}} in artifact keys."},
+		{EnvWorkflowName, "init, wait; Argo: agent", "Workflow the pod belongs to; fills {{workflow.name}} in artifact keys; `agent main` watches the WorkflowTaskSet of that name."},
 		{EnvArtifactRepository, "init, wait", "ConfigMap artifactRepository as JSON, without credentials."},
 		{EnvS3AccessKey, "init, wait", "S3 access key ID, from the Secret named by artifactRepository.s3.accessKeySecret. Never set on main."},
 		{EnvS3SecretKey, "init, wait", "S3 secret access key, from artifactRepository.s3.secretKeySecret. Never set on main."},
@@ -271,6 +288,10 @@ func EnvVars() []EnvDoc {
 		{EnvArgoTerminationGrace, "Argo: wait", "The pod's terminationGracePeriodSeconds: grace between SIGTERM and SIGKILL when wait stops sidecars."},
 		{EnvStorageEmulatorHost, "init, wait (gcs)", "A GCS emulator (host[:port], plain HTTP, or a URL) that gcs artifacts go to, without credentials, as Google's client does; unset means Google Cloud Storage. Under argoexec-step, set it in the ConfigMap's executor.env."},
 		{EnvGCEMetadataHost, "init, wait (gcs)", "The GCE metadata server (host[:port]) that gives gcs artifacts without serviceAccountKeySecret their workload-identity token; default 169.254.169.254."},
+		{EnvArgoPluginNames, "Argo: agent", "Executor plugins' sidecar names, a JSON array; `agent init` writes a token for each to /var/run/argo/NAME/token."},
+		{EnvArgoPluginAddresses, "Argo: agent", "Each plugin's address, a JSON array in the names' order: `agent main` posts plugin templates to ADDRESS/api/v1/template.execute."},
+		{EnvArgoAgentTaskWorkers, "Argo: agent", "How many HTTP or plugin tasks `agent main` runs at once (default 16)."},
+		{EnvArgoAgentPatchRate, "Argo: agent", "How often `agent main` patches results into the WorkflowTaskSet (Go duration, default 10s)."},
 		{EnvArgoContainerName, "main and sidecars (emissary); Argo: every container", "The container's own name: `argoexec emissary` keeps the container's exit code, output and signal files under /var/run/argo/ctr/NAME."},
 	}
 }
