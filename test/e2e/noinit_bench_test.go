@@ -30,14 +30,7 @@ import (
 //
 //	ARGOEXEC_E2E_NOINIT_RUNS=9 ARGOEXEC_E2E_SKIP_UP=1 ARGOEXEC_E2E_TAGS=e2e,bench hack/e2e.sh -run TestScriptStartLatency
 func TestScriptStartLatency(t *testing.T) {
-	runs := 3
-	if s := os.Getenv("ARGOEXEC_E2E_NOINIT_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("ARGOEXEC_E2E_NOINIT_RUNS=%q is not a positive number", s)
-		}
-		runs = n
-	}
+	runs := noinitRuns(t)
 	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet} {
 		t.Run(backend, func(t *testing.T) {
 			e := newWfEnv(t, backend)
@@ -90,6 +83,21 @@ func TestScriptStartLatency(t *testing.T) {
 	}
 }
 
+// noinitRuns is ARGOEXEC_E2E_NOINIT_RUNS, the rounds of the start-latency
+// figures (default 3).
+func noinitRuns(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("ARGOEXEC_E2E_NOINIT_RUNS")
+	if s == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("ARGOEXEC_E2E_NOINIT_RUNS=%q is not a positive number", s)
+	}
+	return n
+}
+
 // TestEmissaryStartLatency measures, under our pod builder with the
 // emissary backend, pod created -> Succeeded as the test's watch sees it,
 // for the script-only step of TestScriptWithoutInit in three shapes: main
@@ -102,14 +110,7 @@ func TestScriptStartLatency(t *testing.T) {
 //
 //	ARGOEXEC_E2E_NOINIT_RUNS=9 ARGOEXEC_E2E_SKIP_UP=1 ARGOEXEC_E2E_TAGS=e2e,bench hack/e2e.sh -run TestEmissaryStartLatency
 func TestEmissaryStartLatency(t *testing.T) {
-	runs := 3
-	if s := os.Getenv("ARGOEXEC_E2E_NOINIT_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("ARGOEXEC_E2E_NOINIT_RUNS=%q is not a positive number", s)
-		}
-		runs = n
-	}
+	runs := noinitRuns(t)
 	e := newWfEnv(t, emissary.ExecutorEmissary)
 	node, err := e.f.Client.CoreV1().Nodes().Get(context.Background(), e.f.Env.NodeName, metav1.GetOptions{})
 	if err != nil {
