@@ -3,9 +3,11 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/streaming/pkg/httpstream"
@@ -70,6 +72,13 @@ func (x *kubeletExecer) Exec(ctx context.Context, container string, cmd []string
 
 // mapExecError explains an exec that the kubelet refused; other errors (an
 // exit code, a cancelled ctx, a TLSError) pass through.
+//
+// Exec over SPDY (POST) is authorised as nodes/proxy create. How the
+// WebSocket fallback (GET) is authorised depends on the kubelet: v1.37's
+// accepts nodes/proxy get, v1.34's asks for create (docs/compatibility.md).
+// The refusal's body names the verb the kubelet checked ("Forbidden
+// (user=..., verb=create, resource=nodes, subresource(s)=[proxy])"), so the
+// hint names that verb; a body that does not say gives a hint naming both.
 func (e *Executor) mapExecError(err error) error {
 	if err == nil {
 		return nil
@@ -78,15 +87,43 @@ func (e *Executor) mapExecError(err error) error {
 	if code != http.StatusUnauthorized && code != http.StatusForbidden {
 		return err
 	}
-	// Exec over SPDY (POST) needs nodes/proxy create; the WebSocket
-	// fallback (GET) needs only get, so a refusal of both means get is missing.
-	se := e.newStatusError(code, "", nil, "get", execPath)
+	verb := refusedVerb(err.Error())
+	se := e.newStatusError(code, "", nil, verb, execPath)
 	se.Body = truncate(err.Error(), maxErrorBodyShow)
 	if code == http.StatusForbidden {
-		se.Hint += "; exec over SPDY, the faster, needs verb \"create\" too"
+		switch verb {
+		case "get":
+			se.Hint += "; exec over SPDY, the faster, needs verb \"create\" too"
+		case "create":
+			se.Hint += "; this kubelet authorises exec over WebSocket as create too, so nodes/proxy get alone cannot exec"
+		default:
+			se.Hint = fmt.Sprintf("%s lacks RBAC verb \"create\" (exec over SPDY, and over WebSocket on v1.34's kubelet) "+
+				"or \"get\" (exec over WebSocket on v1.37's) on resource nodes/proxy: grant nodes/proxy get and create, "+
+				"as manifests/overlays/kubelet does (node-wide: it opens /exec on every pod of the node)", e.serviceAccount())
+		}
 	}
 	se.Err = err
 	return se
+}
+
+// refusedVerb returns the RBAC verb a kubelet's refusal says it checked
+// ("verb=create" in its body), or "" when the text does not say. After a
+// fallback the text holds both refusals ("SPDY: ...; WebSocket: ..."), and
+// the WebSocket one is the kubelet's answer to the exec that was last tried.
+func refusedVerb(msg string) string {
+	if i := strings.LastIndex(msg, "WebSocket:"); i >= 0 {
+		msg = msg[i:]
+	}
+	_, rest, ok := strings.Cut(msg, "verb=")
+	if !ok {
+		return ""
+	}
+	verb, _, _ := strings.Cut(rest, ",")
+	switch verb = strings.TrimSpace(verb); verb {
+	case "get", "create":
+		return verb
+	}
+	return ""
 }
 
 // execStatus returns the HTTP status with which the kubelet refused an exec

@@ -77,8 +77,9 @@ func TestExecURL(t *testing.T) {
 // with spdyStatus, and over WebSocket (v5.channel.k8s.io) runs a few
 // commands against an in-memory container.
 type fakeExec struct {
-	spdyStatus int // 0: 403, as for a token with only nodes/proxy get
-	wsStatus   int // non-zero: refuse the WebSocket too
+	spdyStatus int    // 0: 403, as for a token with only nodes/proxy get
+	wsStatus   int    // non-zero: refuse the WebSocket too
+	wsBody     string // the WebSocket refusal's body (default: the status text)
 	files      map[string]string
 	// dies is closed when the container's PID 1 exits; with dieOnTERM, SIGTERM
 	// closes it.
@@ -108,7 +109,11 @@ func (f *fakeExec) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.wsStatus != 0 {
-		http.Error(w, http.StatusText(f.wsStatus), f.wsStatus)
+		body := f.wsBody
+		if body == "" {
+			body = http.StatusText(f.wsStatus)
+		}
+		http.Error(w, body, f.wsStatus)
 		return
 	}
 	up := websocket.Upgrader{Subprotocols: []string{"v5.channel.k8s.io"}, CheckOrigin: func(*http.Request) bool { return true }}
@@ -285,21 +290,35 @@ func TestExecRefused(t *testing.T) {
 	tests := []struct {
 		name     string
 		spdy, ws int
+		wsBody   string
 		code     int
 		want     []string
+		not      []string
 	}{
-		{name: "no nodes/proxy at all", spdy: 403, ws: 403, code: 403,
-			want: []string{"403", "service account " + testSA, `verb "get" on resource nodes/proxy`, `"create"`, `"main"`, "/tmp/out", "authorises /exec as nodes/proxy only"}},
+		{name: "no nodes/proxy at all (a kubelet that authorises WebSocket exec as get)", spdy: 403, ws: 403, code: 403,
+			wsBody: "Forbidden (user=" + testSA + ", verb=get, resource=nodes, subresource(s)=[proxy])",
+			want:   []string{"403", "service account " + testSA, `verb "get" on resource nodes/proxy`, `needs verb "create" too`, `"main"`, "/tmp/out", "authorises /exec as nodes/proxy only"}},
+		{name: "nodes/proxy get only (a kubelet that authorises WebSocket exec as create, as v1.34's)", spdy: 403, ws: 403, code: 403,
+			wsBody: "Forbidden (user=" + testSA + ", verb=create, resource=nodes, subresource(s)=[proxy])",
+			want:   []string{"403", "service account " + testSA, `verb "create" on resource nodes/proxy`, "nodes/proxy get alone cannot exec", `"main"`, "/tmp/out"},
+			not:    []string{`verb "get"`}},
+		{name: "a refusal that names no verb", spdy: 403, ws: 403, code: 403,
+			want: []string{"403", "service account " + testSA, `"create" (exec over SPDY`, `"get" (exec over WebSocket`, "grant nodes/proxy get and create", `"main"`}},
 		{name: "token refused", spdy: 401, ws: 401, code: 401,
 			want: []string{"401", "token", "service account " + testSA}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fe := &fakeExec{spdyStatus: tt.spdy, wsStatus: tt.ws}
+			fe := &fakeExec{spdyStatus: tt.spdy, wsStatus: tt.ws, wsBody: tt.wsBody}
 			env, x := execEnv(t, fe)
 			_, err := x.GetFileContents(ctxT(t), "main", "/tmp/out")
 			t.Logf("error: %v", err)
 			wantContains(t, err, tt.want...)
+			for _, s := range tt.not {
+				if err != nil && strings.Contains(err.Error(), s) {
+					t.Errorf("error %q contains %q", err, s)
+				}
+			}
 			if tt.code == 401 {
 				wantContains(t, err, env.tokenFile)
 			}
