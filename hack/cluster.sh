@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# hack/cluster.sh — a real single-node Kubernetes v1.37.2 (containerd), a Docker engine and an
-# S3 server (versitygw) on this machine, for the e2e tier. Run as root.
+# hack/cluster.sh — a real Kubernetes v1.37.2 (containerd) of two nodes, a Docker engine, an S3
+# server (versitygw) and a GCS emulator on this machine, for the e2e tier. Run as root.
 #
 #   hack/cluster.sh up     [component]   start everything (idempotent; recovers from a SIGKILLed run)
 #   hack/cluster.sh down   [component]   stop everything: no process, mount or netns left behind
@@ -11,7 +11,8 @@
 #   hack/cluster.sh pause  component     SIGSTOP one component: it stalls, its sockets stay open
 #   hack/cluster.sh resume component     SIGCONT it (`up` also resumes every paused component)
 #
-# components: containerd etcd apiserver controller-manager scheduler kubelet dockerd s3
+# components: containerd etcd apiserver controller-manager scheduler kubelet dockerd s3 gcs, and
+# the second node's containerd-node2 kubelet-node2 (`up node2` / `down node2`: both; hack/lib/node2.sh)
 # Env: ARGOEXEC_CACHE (default /var/cache/argoexec: binaries, build caches)
 #      ARGOEXEC_STATE (default /var/lib/argoexec-testbed: PKI, logs, pids, etcd, data)
 # See hack/TESTBED.md.
@@ -20,6 +21,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 COMPONENTS=(containerd etcd apiserver controller-manager scheduler kubelet dockerd s3 gcs)
+# The second node (hack/lib/node2.sh): its containerd and kubelet, on by default; ARGOEXEC_NODES=1
+# leaves it out of `up` (it can still be started by name).
+NODE2_COMPONENTS=(containerd-node2 kubelet-node2)
+if [ "${ARGOEXEC_NODES:-2}" != 1 ]; then COMPONENTS+=("${NODE2_COMPONENTS[@]}"); fi
 # kube-apiserver and kubelet: pods/log?stream=Stdout|Stderr (alpha since 1.32), so a backend can
 # read a container's stdout alone (Argo's script result) instead of the combined log.
 FEATURE_GATES=PodLogsQuerySplitStreams=true
@@ -72,7 +77,9 @@ exe_of() {
     dockerd) echo /usr/sbin/dockerd ;;
     s3) echo "$BIN/versitygw" ;;
     gcs) echo "$BIN/fake-gcs-server" ;;
-    *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
+    containerd-node2) echo "$NODE2_BIN/containerd" ;;
+    kubelet-node2) echo "$NODE2_BIN/kubelet" ;;
+    *) die "unknown component: $1 (one of: ${COMPONENTS[*]} ${NODE2_COMPONENTS[*]})" ;;
   esac
 }
 
@@ -255,6 +262,8 @@ cleanup_netns() {
   local f
   for f in /run/netns/* /run/docker/netns/*; do
     [ -e "$f" ] || continue
+    # the second node's own namespace (hack/lib/node2.sh) goes with node2_down
+    [ "$f" = "/run/netns/$NODE2_NETNS" ] && continue
     umount -l "$f" 2>/dev/null || true
     rm -f "$f" 2>/dev/null || true
   done
@@ -659,7 +668,9 @@ start() {
     dockerd) start_dockerd ;;
     s3) start_s3 ;;
     gcs) start_gcs ;;
-    *) die "unknown component: $1 (one of: ${COMPONENTS[*]})" ;;
+    containerd-node2) start_containerd_node2 ;;
+    kubelet-node2) start_kubelet_node2 ;;
+    *) die "unknown component: $1 (one of: ${COMPONENTS[*]} ${NODE2_COMPONENTS[*]})" ;;
   esac
 }
 
@@ -722,7 +733,12 @@ cmd_up() {
   resume_paused
   if [ $# -gt 0 ]; then
     ensure_pki
-    start "$1"
+    if [ "$1" = node2 ]; then
+      local c
+      for c in "${NODE2_COMPONENTS[@]}"; do start "$c"; done
+    else
+      start "$1"
+    fi
     return 0
   fi
   ensure_packages
@@ -760,11 +776,13 @@ check_cell() {
 cmd_down() {
   mkdir -p "$LOGS" "$RUN"
   if [ $# -gt 0 ]; then
+    if [ "$1" = node2 ]; then node2_down; return 0; fi
     exe_of "$1" >/dev/null
     stop_component "$1"
     return 0
   fi
   local t0; t0=$(now_ms)
+  node2_down
   stop_component gcs
   stop_component s3
   stop_component dockerd
@@ -800,6 +818,12 @@ cmd_status() {
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo unknown)
   printf '%-20s %s\n' "node $NODE_NAME" "Ready=${ready:-unknown}"
   [ "$ready" = True ] || rc=1
+  if running kubelet-node2; then
+    ready=$(kubectl --kubeconfig "$ADMIN_KUBECONFIG" get node "$NODE2_NAME" \
+      -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo unknown)
+    printf '%-20s %s\n' "node $NODE2_NAME" "Ready=${ready:-unknown}"
+    [ "$ready" = True ] || rc=1
+  fi
   print_env
   return $rc
 }
@@ -851,5 +875,8 @@ main() {
     *) sed -n '2,17p' "$0" >&2; exit 2 ;;
   esac
 }
+
+# shellcheck source=hack/lib/node2.sh
+source "$HACK_DIR/lib/node2.sh"
 
 main "$@"

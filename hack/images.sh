@@ -332,17 +332,26 @@ ref_of() {
   esac
 }
 
+# import_containerd NAME: into the first node's containerd and, when it runs, the second
+# node's (hack/lib/node2.sh), each once per image ID.
 import_containerd() {
-  local name=$1 ref id mark cur
-  ref=$(ref_of "$name"); id=$(cat "$IMG_DIR/$name.id"); mark=$MARKS/containerd-$name
-  cur=$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)
-  if [ -n "$cur" ] && [ -f "$mark" ] && [ "$(cat "$mark")" = "$id" ]; then
-    log "containerd: $ref unchanged (sha256:${id:0:12})"; return 0
+  import_containerd_at "$CONTAINERD_SOCK" containerd "$1"
+  if ctr --address "$NODE2_CONTAINERD_SOCK" version >/dev/null 2>&1; then
+    import_containerd_at "$NODE2_CONTAINERD_SOCK" containerd-node2 "$1"
   fi
-  ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$IMG_DIR/$name.tar" >/dev/null
-  ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q "name==$ref" | grep -q . || die "containerd: $ref missing after import"
+}
+
+import_containerd_at() { # SOCKET LABEL NAME
+  local sock=$1 label=$2 name=$3 ref id mark cur
+  ref=$(ref_of "$name"); id=$(cat "$IMG_DIR/$name.id"); mark=$MARKS/$label-$name
+  cur=$(ctr --address "$sock" -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)
+  if [ -n "$cur" ] && [ -f "$mark" ] && [ "$(cat "$mark")" = "$id" ]; then
+    log "$label: $ref unchanged (sha256:${id:0:12})"; return 0
+  fi
+  ctr --address "$sock" -n k8s.io images import "$IMG_DIR/$name.tar" >/dev/null
+  ctr --address "$sock" -n k8s.io images ls -q "name==$ref" | grep -q . || die "$label: $ref missing after import"
   echo "$id" > "$mark"
-  log "containerd: imported $ref (sha256:${id:0:12})"
+  log "$label: imported $ref (sha256:${id:0:12})"
 }
 
 import_docker() {

@@ -61,7 +61,9 @@ for cell in "${cells[@]}"; do
   "$HACK_DIR/cluster.sh" down >/dev/null
   t0=$(now_ms) rc=0
   K8S_VERSION=$k8s CONTAINERD_VERSION=$ctrd "$HACK_DIR/cluster.sh" up > "$out/$name.up.log" 2>&1 || rc=$?
+  nodes=0
   if [ $rc = 0 ]; then
+    nodes=$(kubectl --kubeconfig "$ADMIN_KUBECONFIG" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l)
     args=()
     [ -n "$run" ] && args=(-run "$run")
     ARGOEXEC_E2E_SKIP_UP=1 "$HACK_DIR/e2e.sh" "${args[@]}" > "$out/$name.log" 2>&1 || rc=$?
@@ -82,7 +84,7 @@ for cell in "${cells[@]}"; do
   log "cell $cell: $result ($passed passed, $failed failed) in ${secs}s"
   cases=${run:-all}
   [ "$faults" = 1 ] && cases="$cases, faults"
-  rows+=("| $kv | containerd $cv | 1 | $cases | $result | $passed | $failed | ${fails:--} | ${secs} s | $stamp, $commit |")
+  rows+=("| $kv | containerd $cv | $nodes | $cases | $result | $passed | $failed | ${fails:--} | ${secs} s | $stamp, $commit |")
 done
 
 doc=docs/compatibility.md
@@ -101,7 +103,7 @@ if [ -f "$doc" ] && grep -qF "$begin" "$doc"; then
   done < <(awk -v b="$begin" -v e="$end" '$0 == b { in_ = 1; next } $0 == e { in_ = 0 } in_ && /^\| v/' "$doc")
 fi
 table=$(
-  echo "One node (10.88.0.1), cgroup v1; each row is that cell's latest hack/test-matrix.sh run (failed tests: top-level names; cases: the -run filter, and whether the fault suite ran):"
+  echo "Nodes: 10.88.0.1, and with 2 the second node 10.88.0.2 in its own network namespace (hack/lib/node2.sh); cgroup v1; each row is that cell's latest hack/test-matrix.sh run (failed tests: top-level names; cases: the -run filter, and whether the fault suite ran):"
   echo
   echo "$header"
   echo "|---|---|---|---|---|---|---|---|---|---|"

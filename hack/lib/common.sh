@@ -58,6 +58,8 @@ S3_PORT=${ARGOEXEC_S3_PORT:-7070}
 GCS_PORT=${ARGOEXEC_GCS_PORT:-7071}
 NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
 CONTAINERD_SOCK=/run/containerd/containerd.sock
+# the second node's containerd (hack/lib/node2.sh), which hack/images.sh imports into too
+NODE2_CONTAINERD_SOCK=/run/containerd-node2/containerd.sock
 DOCKER_SOCK=/var/run/docker.sock
 KUBELET_ROOT=/var/lib/kubelet
 ADMIN_KUBECONFIG=$STATE/admin.kubeconfig
