@@ -9,6 +9,7 @@ package native
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ type Protocol struct {
 	// (STORAGE_EMULATOR_HOST, GCE_METADATA_HOST, set by the ConfigMap's
 	// executor.env).
 	GCS artifacts.GCSEndpoints
+	// SecretsRoot is where the secret files are; empty means SecretsDir
+	// (a test's directory otherwise).
+	SecretsRoot string
 }
 
 // Name implements protocol.Protocol.
@@ -104,11 +108,11 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	if err != nil {
 		return parts, err
 	}
-	var loc KeyFormatLocator
-	if repo != nil {
-		loc = KeyFormatLocator{Repository: repo.S3, GCS: repo.GCS}
-	}
-	parts.Config.Protocol.Artifacts = loc
+	// Our pod builder writes the effective archiveLogs (the repository's
+	// true, else the template's) into the template's archiveLocation, as
+	// Argo's controller does: one rule for both protocols.
+	parts.Config.Protocol.ArchiveLogs = req.Template.SaveLogsAsArtifact()
+	parts.Config.Protocol.Artifacts = KeyFormatLocator{Repository: repo}
 	if parts.Store, err = p.store(repo, req.Log); err != nil {
 		return parts, err
 	}
@@ -173,15 +177,50 @@ func (k repositoryKeys) Secret(field string, sel *corev1.SecretKeySelector) (str
 	return k.gcsKey, nil
 }
 
-// store is the repository's store: only its bucket is allowed, whose keys
-// the pod holds; with no repository only raw and http inputs load.
+// SecretsDir is where our pod builder mounts the secret keys that git,
+// artifactory and oss locations (and such a repository) name, as Argo's
+// controller does: the key KEY of secret NAME is SecretsDir/NAME/KEY.
+const SecretsDir = wf.ArgoSecretsPath
+
+// repositoryKeyed are the stores whose credentials our pod builder passes
+// as the repository's keys in the environment, and whose artifacts may
+// use only the repository's bucket; every other store reads the secret
+// files the pod builder mounts for what its artifacts (or the repository)
+// name, under SecretsDir.
+func repositoryKeyed() []string { return []string{wf.KindS3, wf.KindGCS} }
+
+// store is the pod's store: s3 and gcs limited to the repository's bucket,
+// whose keys the pod holds; git, artifactory and oss with the secret files
+// under SecretsDir; http and raw as they are. Each kind's driver is built
+// by its artifacts.Kind, as for Argo's controller.
 func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.ArtifactDriver, error) {
-	var def wf.ArtifactLocation
-	if repo != nil && repo.S3 != nil {
-		def.S3 = &wf.S3Artifact{S3Bucket: repo.S3.S3Bucket}
+	def, _, _ := repositoryLocation(repo)
+	files := artifacts.SecretFiles{Root: p.secretsDir()}
+	keyed := artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS}
+	own := artifacts.Env{Default: def, Credentials: files, Log: log, Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}}
+	cfg := artifacts.StoreConfig{Drivers: map[string]artifacts.Driver{}}
+	for _, k := range artifacts.Kinds() {
+		env := own
+		if slices.Contains(repositoryKeyed(), k.Name) {
+			env = keyed
+		}
+		d, err := k.New(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s store: %w", k.Name, err)
+		}
+		if d != nil {
+			cfg.Drivers[k.Name] = d
+		}
 	}
-	if repo != nil && repo.GCS != nil {
-		def.GCS = &wf.GCSArtifact{GCSBucket: repo.GCS.GCSBucket}
+	if def.S3 != nil {
+		cfg.Allow = artifacts.RepositoryOnly(def.S3.S3Bucket)
 	}
-	return artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS})
+	return artifacts.NewStore(cfg, log), nil
+}
+
+func (p *Protocol) secretsDir() string {
+	if p.SecretsRoot != "" {
+		return p.SecretsRoot
+	}
+	return SecretsDir
 }
