@@ -84,7 +84,9 @@ func Fields() []Field {
 		{"archiveLocation", Refused, "a location there (s3, gcs, artifactory, oss, ...): the repository is the ConfigMap's artifactRepository; drop the location (archiveLocation.archiveLogs alone is applied).",
 			when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil && t.ArchiveLocation.Kind() != "" })},
 		{"archiveLocation.archiveLogs", Applied, "as Argo's controller: true in artifactRepository.archiveLogs wins, else the template's value; wait then saves main's log to the repository as main.log beside the step's artifacts and reports it as the output artifact main-logs.",
-			when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil && t.ArchiveLocation.ArchiveLogs != nil })},
+			when(func(t *workflow.Template) bool {
+				return t.ArchiveLocation != nil && t.ArchiveLocation.ArchiveLogs != nil
+			})},
 		{"steps", Refused, "argoexec-step run runs one container or script template: run each step's template.", when(func(t *workflow.Template) bool { return t.Steps != nil })},
 		{"dag", Refused, "argoexec-step run runs one container or script template: run each task's template.", when(func(t *workflow.Template) bool { return t.DAG != nil })},
 		{"suspend", Refused, "argoexec-step run runs one container or script template.", when(func(t *workflow.Template) bool { return t.Suspend != nil })},
