@@ -131,15 +131,15 @@ func (p *Protocol) Main(req protocol.Request) (protocol.MainParts, error) {
 	if err != nil {
 		return protocol.MainParts{}, err
 	}
-	parts := protocol.MainParts{Reporter: rep, DataCredentials: p.keys()}
+	parts := protocol.MainParts{Reporter: rep}
 	repo, err := p.repository()
 	if err != nil {
 		return parts, err
 	}
-	if repo != nil && repo.S3 != nil {
-		b := repo.S3.S3Bucket
-		parts.DataRepository = &b
+	if def, _, ok := repositoryLocation(repo); ok {
+		parts.DataRepository = &def
 	}
+	parts.DataEnv, parts.DataAllow = p.artifactEnv(repo, req.Log)
 	return parts, nil
 }
 
@@ -194,17 +194,10 @@ func repositoryKeyed() []string { return []string{wf.KindS3, wf.KindGCS} }
 // under SecretsDir; http and raw as they are. Each kind's driver is built
 // by its artifacts.Kind, as for Argo's controller.
 func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.ArtifactDriver, error) {
-	def, _, _ := repositoryLocation(repo)
-	files := artifacts.SecretFiles{Root: p.secretsDir()}
-	keyed := artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS}
-	own := artifacts.Env{Default: def, Credentials: files, Log: log, Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}}
-	cfg := artifacts.StoreConfig{Drivers: map[string]artifacts.Driver{}}
+	envFor, allow := p.artifactEnv(repo, log)
+	cfg := artifacts.StoreConfig{Drivers: map[string]artifacts.Driver{}, Allow: allow}
 	for _, k := range artifacts.Kinds() {
-		env := own
-		if slices.Contains(repositoryKeyed(), k.Name) {
-			env = keyed
-		}
-		d, err := k.New(env)
+		d, err := k.New(envFor(k.Name))
 		if err != nil {
 			return nil, fmt.Errorf("%s store: %w", k.Name, err)
 		}
@@ -212,10 +205,27 @@ func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.A
 			cfg.Drivers[k.Name] = d
 		}
 	}
-	if def.S3 != nil {
-		cfg.Allow = artifacts.RepositoryOnly(def.S3.S3Bucket)
-	}
 	return artifacts.NewStore(cfg, log), nil
+}
+
+// artifactEnv is what each kind's driver is built from (repositoryKeyed
+// kinds with the repository's keys and bucket only; the others with the
+// secret files), and the policy that keeps s3 to the repository's bucket.
+func (p *Protocol) artifactEnv(repo *wf.ArtifactRepository, log *logrus.Entry) (func(kind string) artifacts.Env, artifacts.BucketPolicy) {
+	def, _, _ := repositoryLocation(repo)
+	keyed := artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS}
+	own := artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}}
+	var allow artifacts.BucketPolicy
+	if def.S3 != nil {
+		allow = artifacts.RepositoryOnly(def.S3.S3Bucket)
+	}
+	return func(kind string) artifacts.Env {
+		if slices.Contains(repositoryKeyed(), kind) {
+			return keyed
+		}
+		return own
+	}, allow
 }
 
 func (p *Protocol) secretsDir() string {
