@@ -39,14 +39,26 @@ func (e *wfEnv) createSecret(t *testing.T, name string, data map[string]string) 
 // artifacts (WORKFLOW/POD/main.log), report it as the output artifact main-logs, and the
 // object must hold main's log byte for byte, on every backend that runs pods here.
 func TestStepArchiveLogs(t *testing.T) {
-	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, emissary.ExecutorEmissary} {
-		t.Run(backend, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, backend string
+		template      bool // archiveLocation.archiveLogs in the template, not the repository's
+	}{
+		{name: wf.ExecutorK8sAPI, backend: wf.ExecutorK8sAPI},
+		{name: wf.ExecutorKubelet, backend: wf.ExecutorKubelet},
+		{name: emissary.ExecutorEmissary, backend: emissary.ExecutorEmissary},
+		{name: "template-" + wf.ExecutorK8sAPI, backend: wf.ExecutorK8sAPI, template: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newWfEnv(t, backend)
+			e := newWfEnv(t, tc.backend)
 			yes := true
-			e.cfg.ArtifactRepository.ArchiveLogs = &yes
 			// stdout, then (after a pause, so no reader can reorder them) stderr: the log is combined.
 			tmpl := e.template("logs", "for i in 1 2 3; do echo \"line $i: héllo\"; done; sleep 1; echo 'to stderr' >&2")
+			if tc.template {
+				tmpl.ArchiveLocation = &wf.ArtifactLocation{ArchiveLogs: &yes}
+			} else {
+				e.cfg.ArtifactRepository.ArchiveLogs = &yes
+			}
 			r := e.run(t, "logs", tmpl, nil, false)
 			if r.pod.Status.Phase != corev1.PodSucceeded || r.outputs == nil {
 				t.Fatalf("phase %s, outputs %+v; wait log:\n%s", r.pod.Status.Phase, r.outputs, r.waitLog)
@@ -176,5 +188,44 @@ func TestStepArtifactory(t *testing.T) {
 	}
 	if !strings.Contains(msg, "artifactory") || !strings.Contains(msg, `"out"`) {
 		t.Errorf("init's termination message %q does not name the store and the artifact", msg)
+	}
+}
+
+// TestStepOSS runs two steps of our own pod builder with an oss repository, reached through
+// OSS's S3-compatible API: the testbed's S3 server, with the bucket's keys in a Secret that
+// the pod builder mounts into wait (produce) and init (consume) for the repository's
+// accessKeySecret and secretKeySecret. produce's output goes to the repository's keyFormat and
+// is reported with the bucket and the secrets' names; consume loads it back by that location.
+// Not covered: an Alibaba Cloud endpoint (OSS's own API and signature), lifecycleRule.
+func TestStepOSS(t *testing.T) {
+	e := newWfEnv(t, wf.ExecutorK8sAPI)
+	s3 := e.cfg.ArtifactRepository.S3
+	e.cfg.ArtifactRepository = wf.ArtifactRepository{OSS: &wf.OSSArtifactRepository{OSSBucket: wf.OSSBucket{
+		Endpoint: "http://" + s3.Endpoint, Bucket: e.bucket, AccessKeySecret: s3.AccessKeySecret, SecretKeySecret: s3.SecretKeySecret},
+		KeyFormat: "oss/{{pod.name}}/{{artifact.name}}.tgz"}}
+
+	produce := e.template("produce", "echo hello oss > /work/out.txt")
+	produce.Outputs.Artifacts = []wf.Artifact{{Name: "out", Path: "/work/out.txt"}}
+	r := e.run(t, "produce", produce, nil, false)
+	if r.pod.Status.Phase != corev1.PodSucceeded || r.outputs == nil || len(r.outputs.Artifacts) != 1 {
+		t.Fatalf("produce: phase %s, outputs %+v; wait log:\n%s", r.pod.Status.Phase, r.outputs, r.waitLog)
+	}
+	got := r.outputs.Artifacts[0].OSS
+	if got == nil || got.Key != "oss/produce/out.tgz" || got.Bucket != e.bucket || got.AccessKeySecret == nil {
+		t.Fatalf("produce reported %+v, want oss://%s/oss/produce/out.tgz with the key secrets", got, e.bucket)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := e.s3.StatObject(ctx, e.bucket, got.Key, minio.StatObjectOptions{}); err != nil {
+		t.Fatalf("the object produce reported is not in the bucket: %v", err)
+	}
+	consume := e.template("consume", "cat /in/out.txt")
+	consume.Inputs.Artifacts = []wf.Artifact{{Name: "out", Path: "/in/out.txt", OSS: got}}
+	r = e.run(t, "consume", consume, nil, false)
+	if r.pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("consume: phase %s; init log:\n%s", r.pod.Status.Phase, containerLog(ctx, e, "consume", wf.InitContainerName))
+	}
+	if log := containerLog(ctx, e, "consume", wf.MainContainerName); log != "hello oss\n" {
+		t.Errorf("consume printed %q, want %q", log, "hello oss\n")
 	}
 }
