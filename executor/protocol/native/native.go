@@ -1,7 +1,8 @@
 // Package native is the side of the pod of argoexec's own pod builder
 // (pkg/podspec, argoexec-step): the template in the pod annotation
 // workflows.argoproj.io/template projected as a file, the repository and
-// its keys in argoexec's own variables, outputs in the pod annotation
+// its s3 or gcs keys in argoexec's own variables (the secrets of git,
+// artifactory and oss as files under SecretsDir), outputs in the pod annotation
 // workflows.argoproj.io/outputs, and SIGTERM to wait as the kubelet's
 // (the kubelet is already stopping the pod's containers).
 package native
@@ -172,7 +173,7 @@ type repositoryKeys struct {
 // service-account key, for its serviceAccountKeySecret.
 func (k repositoryKeys) Secret(field string, sel *corev1.SecretKeySelector) (string, error) {
 	if field != "gcs.serviceAccountKeySecret" || k.gcsKey == "" {
-		return "", fmt.Errorf("%s names secret %q, which this pod does not hold: argoexec-step pods hold only the repository's credentials (artifactRepository.gcs.serviceAccountKeySecret)", field, sel.Name)
+		return "", fmt.Errorf("%s names secret %q, which this pod does not hold: for gcs, argoexec-step pods hold only the repository's key (artifactRepository.gcs.serviceAccountKeySecret)", field, sel.Name)
 	}
 	return k.gcsKey, nil
 }

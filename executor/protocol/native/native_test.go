@@ -26,7 +26,7 @@ func TestRepositoryKeys(t *testing.T) {
 	if v, err := k.Secret("gcs.serviceAccountKeySecret", sel); err != nil || v != "{json}" {
 		t.Errorf("gcs key = %q, %v", v, err)
 	}
-	if _, err := k.Secret("artifactory.usernameSecret", sel); err == nil || !strings.Contains(err.Error(), "argoexec-step pods hold only the repository's credentials") {
+	if _, err := k.Secret("artifactory.usernameSecret", sel); err == nil || !strings.Contains(err.Error(), "argoexec-step pods hold only the repository's key") {
 		t.Errorf("another secret: %v", err)
 	}
 	if _, err := (repositoryKeys{}).Secret("gcs.serviceAccountKeySecret", sel); err == nil {
