@@ -10,11 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/sirupsen/logrus"
 
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/pkg/artifacts"
 )
 
 // Reporter publishes the outputs (argo.TaskResultReporter under Argo's
@@ -23,8 +26,9 @@ type Reporter interface {
 	Report(ctx context.Context, outputs *wf.NodeOutputs) error
 }
 
-// ObjectLister lists the keys of the objects under an artifact's location
-// (artifacts.S3.List).
+// ObjectLister lists the keys of the objects under an artifact's location.
+// A store driver that can list implements it (artifacts.S3 does); KindLister
+// finds it through the artifact seam.
 type ObjectLister interface {
 	List(ctx context.Context, art wf.Artifact) ([]string, error)
 }
@@ -38,12 +42,12 @@ type ObjectLister interface {
 type Executor struct {
 	// Template is the data template.
 	Template *wf.Template
-	// Repository fills an artifactPaths location that is not complete
-	// (endpoint, bucket and key), as Argo relocates it onto the template's
-	// archiveLocation: everything but the key is the repository's. Nil
-	// makes an incomplete location an error.
-	Repository *wf.S3Bucket
-	// Lister lists S3 keys.
+	// Repository is the template's archiveLocation (Argo's controller) or
+	// the ConfigMap's repository (ours): as Argo's Relocate, an
+	// artifactPaths location with no key, or nothing but its key, is the
+	// repository's with that key. Nil makes such a location an error.
+	Repository *wf.ArtifactLocation
+	// Lister lists the keys, in the store of the location's kind.
 	Lister ObjectLister
 	// Reporter reports the outputs.
 	Reporter Reporter
@@ -92,23 +96,35 @@ func (d *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// listArtifactPaths lists an S3 source; every other artifact kind is an
-// error naming it.
+// listArtifactPaths relocates the source onto the repository when it
+// names no more than a key (Argo's Relocate), then lists it.
 func (d *Executor) listArtifactPaths(ctx context.Context, art wf.Artifact) ([]string, error) {
-	if art.S3 == nil {
-		kind := artifactKind(art)
-		return nil, fmt.Errorf("source.artifactPaths %q is a %s artifact: argoexec lists S3 artifacts only; put the files in S3, or list them in a container template", art.Name, kind)
-	}
-	loc := *art.S3
-	if loc.Endpoint == "" || loc.Bucket == "" || loc.Key == "" {
-		// Argo's Relocate: an incomplete location is the repository's, with the artifact's key.
-		if d.Repository == nil {
-			return nil, fmt.Errorf("source.artifactPaths %q: template artifact location not set: give the artifact endpoint, bucket and key, or configure an artifact repository", art.Name)
+	loc := art.Location()
+	loc.ArchiveLogs = nil
+	if key, err := loc.Key(); err == nil && onlyKey(loc, key) {
+		if d.Repository == nil || d.Repository.Kind() == "" {
+			return nil, fmt.Errorf("source.artifactPaths %q: template artifact location not set: its %s location names no more than a key; give the artifact its whole location (e.g. s3 endpoint, bucket and key), or configure an artifact repository", art.Name, artifactKind(art))
 		}
-		loc = wf.S3Artifact{S3Bucket: *d.Repository, Key: art.S3.Key}
+		repo := *d.Repository
+		repo.ArchiveLogs = nil
+		at, err := repo.WithKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("source.artifactPaths %q: relocate onto the artifact repository: %w", art.Name, err)
+		}
+		art.SetLocation(at)
 	}
-	art.S3 = &loc
 	return d.Lister.List(ctx, art)
+}
+
+// onlyKey says whether loc, whose key is key, names nothing else: no key
+// at all (Argo's data example gives a bucket alone), or a location equal
+// to its kind's key-only one (workflow.ArtifactLocation.KeyOnly).
+func onlyKey(loc wf.ArtifactLocation, key string) bool {
+	if key == "" {
+		return true
+	}
+	bare, err := loc.KeyOnly(key)
+	return err == nil && reflect.DeepEqual(bare, loc)
 }
 
 // artifactKind names the location kind an artifact has, for messages.
@@ -117,4 +133,47 @@ func artifactKind(a wf.Artifact) string {
 		return k
 	}
 	return "location-less"
+}
+
+// KindLister lists through the driver of the artifact's location kind,
+// built by that kind's artifacts.Kind from Env, as the flows build their
+// stores: a store is listable when its driver implements ObjectLister, and
+// no case here names one. Argo v3.3.8 lists s3, gcs and oss sources.
+type KindLister struct {
+	// Env is the environment each kind's driver is built from (the
+	// protocol's repository and credentials for that kind).
+	Env func(kind string) artifacts.Env
+	// Allow checks an s3 location before it is listed, as the flows'
+	// store does (artifacts.StoreConfig.Allow); nil allows any.
+	Allow artifacts.BucketPolicy
+}
+
+// List implements ObjectLister.
+func (k KindLister) List(ctx context.Context, art wf.Artifact) ([]string, error) {
+	kind := art.Location().Kind()
+	var listable []string
+	var lister ObjectLister
+	for _, kd := range artifacts.Kinds() {
+		d, err := kd.New(k.Env(kd.Name))
+		if err != nil {
+			return nil, fmt.Errorf("%s store: %w", kd.Name, err)
+		}
+		l, ok := d.(ObjectLister)
+		if ok {
+			listable = append(listable, kd.Name)
+		}
+		if kd.Name == kind {
+			lister = l
+		}
+	}
+	if lister == nil {
+		return nil, fmt.Errorf("source.artifactPaths %q: listing its %s location is %w: argoexec lists %s sources (Argo v3.3.8 lists s3, gcs and oss); put the files there, or list them in a container template",
+			art.Name, artifactKind(art), artifacts.ErrNotSupported, strings.Join(listable, ", "))
+	}
+	if art.S3 != nil && k.Allow != nil {
+		if err := k.Allow(art.S3); err != nil {
+			return nil, err
+		}
+	}
+	return lister.List(ctx, art)
 }

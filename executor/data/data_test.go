@@ -24,6 +24,9 @@ type fakeLister struct {
 
 func (f *fakeLister) List(_ context.Context, art wf.Artifact) ([]string, error) {
 	f.got = append(f.got, art)
+	if k := art.Location().Kind(); k != wf.KindS3 && k != wf.KindGCS {
+		return nil, errors.New("fake lister: " + k)
+	}
 	return f.keys, f.err
 }
 
@@ -53,15 +56,16 @@ func dataTransformations() *wf.Template {
 }
 
 func TestExecutor(t *testing.T) {
-	repo := &wf.S3Bucket{Endpoint: "s3.local:9000", Bucket: "argo-artifacts"}
+	repo := &wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "s3.local:9000", Bucket: "argo-artifacts"}, Key: "wf/pod"}}
 	for _, tc := range []struct {
 		name       string
 		tmpl       func() *wf.Template
 		keys       []string
 		listErr    error
-		repo       *wf.S3Bucket
+		repo       *wf.ArtifactLocation
 		wantResult string
 		wantBucket string
+		wantKey    string
 		wantErr    string
 	}{
 		{name: "filter", tmpl: dataTransformations, keys: []string{"wf-1/pod-1/main.log", "wf-1/pod-1/out.tgz", "wf-2/pod-2/main.log"}, repo: repo,
@@ -89,7 +93,18 @@ func TestExecutor(t *testing.T) {
 			t.Data.Source.ArtifactPaths.S3 = nil
 			t.Data.Source.ArtifactPaths.Git = &wf.GitArtifact{Repo: "https://example.com/r.git"}
 			return t
-		}, repo: repo, wantErr: `source.artifactPaths "test-bucket" is a git artifact: argoexec lists S3 artifacts only`},
+		}, repo: repo, wantErr: `fake lister: git`},
+		{name: "a key alone is relocated onto the repository", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Source.ArtifactPaths.S3 = &wf.S3Artifact{Key: "logs"}
+			return t
+		}, keys: []string{"logs/main.log"}, repo: repo, wantResult: `["logs/main.log"]`, wantBucket: "argo-artifacts", wantKey: "logs"},
+		{name: "a gcs key alone onto a gcs repository", tmpl: func() *wf.Template {
+			t := dataTransformations()
+			t.Data.Source.ArtifactPaths.S3 = nil
+			t.Data.Source.ArtifactPaths.GCS = &wf.GCSArtifact{Key: "logs"}
+			return t
+		}, keys: []string{"logs/main.log"}, repo: &wf.ArtifactLocation{GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "g"}}}, wantResult: `["logs/main.log"]`, wantBucket: "g", wantKey: "logs"},
 		{name: "no source", tmpl: func() *wf.Template {
 			t := dataTransformations()
 			t.Data.Source.ArtifactPaths = nil
@@ -116,8 +131,16 @@ func TestExecutor(t *testing.T) {
 			if len(rep.outputs) != 1 || rep.outputs[0].Result == nil || *rep.outputs[0].Result != tc.wantResult {
 				t.Fatalf("reported %+v, want result %s", rep.outputs, tc.wantResult)
 			}
-			if got := lister.got[0].S3.Bucket; got != tc.wantBucket {
-				t.Errorf("listed bucket %q, want %q", got, tc.wantBucket)
+			got := lister.got[0].Location()
+			var bucket, key string
+			switch {
+			case got.S3 != nil:
+				bucket, key = got.S3.Bucket, got.S3.Key
+			case got.GCS != nil:
+				bucket, key = got.GCS.Bucket, got.GCS.Key
+			}
+			if bucket != tc.wantBucket || (tc.wantKey != "" && key != tc.wantKey) {
+				t.Errorf("listed bucket %q key %q, want %q %q", bucket, key, tc.wantBucket, tc.wantKey)
 			}
 			if a := rep.outputs[0].Artifacts; len(a) != 1 || a[0].Name != "file" {
 				t.Errorf("declared artifacts not echoed as Argo reports them: %+v", a)
@@ -186,5 +209,51 @@ func TestS3List(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Errorf("List(\"\") = %q, want the whole bucket but the directory object", got)
+	}
+}
+
+// TestKindLister: a source is listed by the driver of its kind, built from
+// the protocol's environment through artifacts.Kinds; a store whose driver
+// cannot list is refused naming it and the stores that can, and the s3
+// bucket policy applies as in the flows' store.
+func TestKindLister(t *testing.T) {
+	endpoint, _ := listServer(t, []string{"logs/a/main.log", "logs/b/out.tgz"})
+	insecure := true
+	def := wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: endpoint, Bucket: "bkt", Region: "us-east-1", Insecure: &insecure}}}
+	env := func(string) artifacts.Env {
+		return artifacts.Env{Default: def, Credentials: artifacts.StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: quietLog()}
+	}
+	for _, tc := range []struct {
+		name    string
+		art     wf.Artifact
+		allow   artifacts.BucketPolicy
+		want    []string
+		wantErr string
+	}{
+		{name: "s3, filled from the default", art: wf.Artifact{Name: "src", S3: &wf.S3Artifact{Key: "logs"}}, want: []string{"logs/a/main.log", "logs/b/out.tgz"}},
+		{name: "s3, refused by the bucket policy", art: wf.Artifact{Name: "src", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "elsewhere:1", Bucket: "x"}, Key: "logs"}},
+			allow: artifacts.RepositoryOnly(def.S3.S3Bucket), wantErr: "is not in the artifact repository"},
+		{name: "gcs", art: wf.Artifact{Name: "src", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "g"}, Key: "logs"}}, wantErr: `source.artifactPaths "src": listing its gcs location is not supported: argoexec lists s3 sources (Argo v3.3.8 lists s3, gcs and oss)`},
+		{name: "oss", art: wf.Artifact{Name: "src", OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "e", Bucket: "o"}, Key: "logs"}}, wantErr: "listing its oss location is not supported"},
+		{name: "artifactory", art: wf.Artifact{Name: "src", Artifactory: &wf.ArtifactoryArtifact{URL: "http://rt/x"}}, wantErr: "listing its artifactory location is not supported"},
+		{name: "git", art: wf.Artifact{Name: "src", Git: &wf.GitArtifact{Repo: "r"}}, wantErr: "listing its git location is not supported"},
+		{name: "http", art: wf.Artifact{Name: "src", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, wantErr: "listing its http location is not supported"},
+		{name: "hdfs, which argoexec has no store for", art: wf.Artifact{Name: "src", HDFS: &wf.HDFSArtifact{Path: "/p"}}, wantErr: "listing its hdfs location is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := KindLister{Env: env, Allow: tc.allow}.List(context.Background(), tc.art)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("List = %v, %v; want %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("List = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

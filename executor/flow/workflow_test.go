@@ -132,7 +132,7 @@ func (r *recorder) Report(_ context.Context, o *wf.NodeOutputs) error {
 
 // repo is our controller's locator over a repository at s3:7070, bucket b.
 func repo() flow.ArtifactLocator {
-	return native.KeyFormatLocator{Repository: &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}
+	return native.KeyFormatLocator{Repository: &wf.ArtifactRepository{S3: &wf.S3ArtifactRepository{S3Bucket: wf.S3Bucket{Endpoint: "s3:7070", Bucket: "b"}}}}
 }
 
 // scriptTemplate: main mounts the volume "work" at /work.

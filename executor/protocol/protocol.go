@@ -86,11 +86,15 @@ type MainParts struct {
 	Reporter flow.OutputReporter
 	// Deadline is when the step must be done; zero means none.
 	Deadline time.Time
-	// DataRepository is where an incomplete artifactPaths location of a
-	// data template is relocated; nil when there is none.
-	DataRepository *wf.S3Bucket
-	// DataCredentials are the keys `argoexec data` lists objects with.
-	DataCredentials artifacts.Credentials
+	// DataRepository is where an artifactPaths location of a data
+	// template that names no more than a key is relocated; nil when there
+	// is none.
+	DataRepository *wf.ArtifactLocation
+	// DataEnv is what `argoexec data` builds the driver of a source's
+	// store kind from (artifacts.Kind.New), as the flows' stores are built.
+	DataEnv func(kind string) artifacts.Env
+	// DataAllow checks an s3 source before it is listed; nil allows any.
+	DataAllow artifacts.BucketPolicy
 }
 
 // ReadTemplate decodes the template in file; from names where the path

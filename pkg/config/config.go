@@ -116,4 +116,7 @@ func (c *Config) SetDefaults() {
 	if gcs := c.ArtifactRepository.GCS; gcs != nil && gcs.KeyFormat == "" {
 		gcs.KeyFormat = workflow.DefaultKeyFormat
 	}
+	if oss := c.ArtifactRepository.OSS; oss != nil && oss.KeyFormat == "" {
+		oss.KeyFormat = workflow.DefaultKeyFormat
+	}
 }

@@ -47,6 +47,36 @@ func TestGCSRepository(t *testing.T) {
 	}
 }
 
+// TestFileSecretRepositories: Argo's artifactory and oss repositories, and
+// archiveLogs with one, load with Argo's field names.
+func TestFileSecretRepositories(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		check      func(t *testing.T, r workflow.ArtifactRepository)
+	}{
+		{"artifactory", "artifactRepository:\n  archiveLogs: true\n  artifactory: {repoURL: 'https://rt.example/generic', usernameSecret: {name: rt, key: user}, passwordSecret: {name: rt, key: pass}}\n",
+			func(t *testing.T, r workflow.ArtifactRepository) {
+				if a := r.Artifactory; a == nil || a.RepoURL != "https://rt.example/generic" || a.PasswordSecret.Key != "pass" || r.ArchiveLogs == nil || !*r.ArchiveLogs {
+					t.Errorf("artifactRepository = %+v", r)
+				}
+			}},
+		{"oss, keyFormat defaulted", "artifactRepository:\n  oss: {endpoint: 'http://oss:7070', bucket: b, accessKeySecret: {name: o, key: a}, secretKeySecret: {name: o, key: s}}\n",
+			func(t *testing.T, r workflow.ArtifactRepository) {
+				if o := r.OSS; o == nil || o.Bucket != "b" || o.KeyFormat != workflow.DefaultKeyFormat || o.SecretKeySecret.Key != "s" {
+					t.Errorf("artifactRepository.oss = %+v", o)
+				}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tt.yaml), testBackends())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c.ArtifactRepository)
+		})
+	}
+}
+
 func TestParseFull(t *testing.T) {
 	c, err := LoadFile(filepath.Join("testdata", "configmap.yaml"), testBackends())
 	if err != nil {
@@ -128,12 +158,19 @@ func TestBadInput(t *testing.T) {
 		{"unknown s3 field", "artifactRepository:\n  s3: {bucket: b, endpoint: e, bukket: c}\n", []string{`unknown field "artifactRepository.s3.bukket"`}},
 		{"two bad keys", "containerRuntimeExecutor: x\nsidecarMode: x\n", []string{`unknown executor "x"`, "sidecarMode: unknown mode"}},
 		{"not a map", "- kubeletPort\n", []string{"want a map of keys"}},
-		{"archiveLogs", "artifactRepository: {archiveLogs: true}\n", []string{"artifactRepository.archiveLogs: not supported by argoexec-step; Argo's controller handles it"}},
+		{"archiveLogs without a repository", "artifactRepository: {archiveLogs: true}\n", []string{"artifactRepository.archiveLogs: true, but there is no repository to save main's log to"}},
 		{"gcs without bucket", "artifactRepository: {gcs: {keyFormat: k}}\n", []string{"artifactRepository.gcs.bucket: must be set"}},
 		{"gcs secret without key", "artifactRepository: {gcs: {bucket: b, serviceAccountKeySecret: {name: s}}}\n", []string{"artifactRepository.gcs.serviceAccountKeySecret.key: must be set"}},
 		{"gcs key format variable", "artifactRepository: {gcs: {bucket: b, keyFormat: '{{workflow.uid}}'}}\n", []string{"artifactRepository.gcs.keyFormat: unknown variable workflow.uid"}},
-		{"s3 and gcs", "artifactRepository: {gcs: {bucket: b}, s3: {bucket: b, endpoint: e}}\n", []string{"artifactRepository: set s3 or gcs, not both"}},
-		{"oss repository", "artifactRepository: {oss: {bucket: b}}\n", []string{"artifactRepository.oss: not supported by argoexec-step", "artifactRepository.s3, or artifactRepository.gcs"}},
+		{"s3 and gcs", "artifactRepository: {gcs: {bucket: b}, s3: {bucket: b, endpoint: e}}\n", []string{"artifactRepository: s3, gcs are set: outputs go to one repository"}},
+		{"oss and artifactory", "artifactRepository: {oss: {bucket: b, endpoint: e}, artifactory: {repoURL: 'http://rt/x'}}\n", []string{"artifactRepository: artifactory, oss are set"}},
+		{"hdfs repository", "artifactRepository: {hdfs: {pathFormat: p}}\n", []string{"artifactRepository.hdfs: not supported by argoexec-step", "argoexec has no hdfs store"}},
+		{"artifactory without a URL", "artifactRepository: {artifactory: {usernameSecret: {name: rt, key: u}}}\n", []string{`artifactRepository.artifactory.repoURL: "" is not an absolute http(s) URL`, "set both usernameSecret and passwordSecret, or neither"}},
+		{"artifactory with a relative URL", "artifactRepository: {artifactory: {repoURL: rt/generic}}\n", []string{`artifactRepository.artifactory.repoURL: "rt/generic" is not an absolute http(s) URL`}},
+		{"artifactory secret without a key", "artifactRepository: {artifactory: {repoURL: 'http://rt', usernameSecret: {name: rt}, passwordSecret: {name: rt, key: p}}}\n", []string{"artifactRepository.artifactory.usernameSecret.key: must be set"}},
+		{"oss keyFormat", "artifactRepository: {oss: {bucket: b, endpoint: e, keyFormat: '{{workflow.uid}}'}}\n", []string{"artifactRepository.oss.keyFormat: unknown variable workflow.uid"}},
+		{"oss one key secret", "artifactRepository: {oss: {bucket: b, endpoint: e, accessKeySecret: {name: o, key: a}}}\n", []string{"artifactRepository.oss: set both accessKeySecret and secretKeySecret, or neither"}},
+		{"oss repository", "artifactRepository: {oss: {bucket: b}}\n", []string{"artifactRepository.oss.endpoint: must be set"}},
 		{"s3 roleARN", "artifactRepository:\n  s3: {bucket: b, endpoint: e, roleARN: 'arn:x'}\n", []string{"artifactRepository.s3.roleARN: not supported by argoexec-step"}},
 		{"s3 useSDKCreds", "artifactRepository:\n  s3: {bucket: b, endpoint: e, useSDKCreds: true}\n", []string{"artifactRepository.s3.useSDKCreds: not supported"}},
 		{"s3 encryption", "artifactRepository:\n  s3: {bucket: b, endpoint: e, encryptionOptions: {enableEncryption: true}}\n", []string{"artifactRepository.s3.encryptionOptions: not supported"}},

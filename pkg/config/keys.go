@@ -26,6 +26,8 @@ func Keys() []KeyDoc {
 func ourKeys() []KeyDoc {
 	s3 := "artifactRepository.s3."
 	gcs := "artifactRepository.gcs."
+	rt := "artifactRepository.artifactory."
+	oss := "artifactRepository.oss."
 	refused := "Argo's; refused by argoexec-step (not implemented): "
 	return []KeyDoc{
 		{"containerRuntimeExecutor", workflow.ExecutorK8sAPI, "Backend wait uses to reach the main container when no label or selector picks one: docker, emissary, k8sapi or kubelet."},
@@ -46,7 +48,7 @@ func ourKeys() []KeyDoc {
 		{"executor.env", "", "Extra environment variables for init and wait; names starting with ARGO_ are reserved."},
 		{"executor.resources", "", "Resource requests and limits of init and wait."},
 		{"executor.securityContext", "", "Security context of init and wait, used as it is. Unset: Pod Security restricted (see README, Pod Security); {} drops every default. With the docker backend, runAsNonRoot: true needs runAsGroup (the socket's group)."},
-		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main. Exactly one of s3 and gcs."},
+		{"artifactRepository.s3", "", "S3-compatible repository for output artifacts; its credentials go to init and wait only, never to main. Exactly one of s3, gcs, artifactory and oss."},
 		{s3 + "endpoint", "", "host[:port] of the S3 service (no scheme)."},
 		{s3 + "bucket", "", "Bucket that holds the artifacts."},
 		{s3 + "region", "", "Region of the bucket."},
@@ -59,10 +61,21 @@ func ourKeys() []KeyDoc {
 		{s3 + "createBucketIfNotPresent", "", refused + "create the bucket beforehand."},
 		{s3 + "encryptionOptions", "", refused + "objects are stored as the bucket's default encryption says."},
 		{s3 + "keyPrefix", "", refused + "deprecated in Argo; use keyFormat."},
-		{"artifactRepository.archiveLogs", "", refused + "main's log is not archived; true is an error, false is accepted."},
-		{"artifactRepository.artifactory", "", refused + "the repository is S3 or GCS."},
-		{"artifactRepository.hdfs", "", refused + "the repository is S3 or GCS."},
-		{"artifactRepository.oss", "", refused + "the repository is S3 or GCS."},
+		{"artifactRepository.archiveLogs", "false", "Save main's combined log to the repository after main exits (as Argo's: true here wins over a template's archiveLocation.archiveLogs), as main.log beside the step's artifacts, reported as the output artifact main-logs."},
+		{"artifactRepository.artifactory", "", "JFrog Artifactory (or any WebDAV server taking PUT) repository for output artifacts, instead of s3; its secrets are mounted as files into the containers that use them (init, wait), never main."},
+		{rt + "repoURL", "", "Absolute http(s) URL under which outputs are stored at the keyFormat's default layout, WORKFLOW/POD/ARTIFACT.tgz."},
+		{rt + "usernameSecret", "", "{name, key} of the Secret holding the user name (basic authentication); with passwordSecret."},
+		{rt + "passwordSecret", "", "{name, key} of the Secret holding the password."},
+		{"artifactRepository.hdfs", "", refused + "argoexec has no hdfs store; use s3, gcs, artifactory or oss."},
+		{"artifactRepository.oss", "", "Alibaba Cloud OSS repository for output artifacts, instead of s3, reached through OSS's S3-compatible API; its key secrets are mounted as files into the containers that use them (init, wait), never main."},
+		{oss + "endpoint", "", "OSS endpoint: host[:port], http:// when no scheme is given, as Argo's client."},
+		{oss + "bucket", "", "Bucket that holds the artifacts."},
+		{oss + "accessKeySecret", "", "{name, key} of the Secret holding the access key ID."},
+		{oss + "secretKeySecret", "", "{name, key} of the Secret holding the secret access key."},
+		{oss + "keyFormat", workflow.DefaultKeyFormat, "Object key of an output artifact, as s3's."},
+		{oss + "createBucketIfNotPresent", "false", "Create the bucket before the first upload when it is missing."},
+		{oss + "securityToken", "", "STS security token, sent as the S3 session token."},
+		{oss + "lifecycleRule", "", "Not applied (OSS's S3-compatible API has no lifecycle rules): wait logs a warning; set the rule on the bucket."},
 		{"artifactRepository.gcs", "", "Google Cloud Storage repository for output artifacts (instead of s3); its service-account key goes to init and wait only, never to main."},
 		{gcs + "bucket", "", "Bucket that holds the artifacts."},
 		{gcs + "serviceAccountKeySecret", "", "{name, key} of the Secret holding a service account's JSON key; unset: workload identity (the GCE metadata server's token)."},

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -51,6 +52,8 @@ func (c *Config) Validate(backends []Backend) error {
 	errs = append(errs, checkRepository(&c.ArtifactRepository)...)
 	errs = append(errs, checkS3(c.ArtifactRepository.S3)...)
 	errs = append(errs, checkGCS(c.ArtifactRepository.GCS)...)
+	errs = append(errs, checkArtifactory(c.ArtifactRepository.Artifactory)...)
+	errs = append(errs, checkOSS(c.ArtifactRepository.OSS)...)
 	return errors.Join(errs...)
 }
 
@@ -164,23 +167,28 @@ func notImplemented(key, instead string) error {
 }
 
 // checkRepository refuses the repository kinds and settings of Argo's that
-// argoexec-step does not implement: ignoring them would store
-// artifacts elsewhere, or otherwise, than the ConfigMap says.
+// argoexec-step does not implement (ignoring them would store
+// artifacts elsewhere, or otherwise, than the ConfigMap says), more than
+// one kind, and archiveLogs without a repository.
 func checkRepository(r *workflow.ArtifactRepository) []error {
 	var errs []error
-	if r.ArchiveLogs != nil && *r.ArchiveLogs {
-		errs = append(errs, notImplemented("artifactRepository.archiveLogs", "main's log is not archived; set it to false or drop it"))
+	if r.HDFS != nil {
+		errs = append(errs, notImplemented("artifactRepository.hdfs", "argoexec has no hdfs store: use artifactRepository.s3, gcs, artifactory or oss"))
 	}
+	var kinds []string
 	for _, kind := range []struct {
 		name string
 		set  bool
-	}{{"artifactory", r.Artifactory != nil}, {"hdfs", r.HDFS != nil}, {"oss", r.OSS != nil}} {
+	}{{"s3", r.S3 != nil}, {"gcs", r.GCS != nil}, {"artifactory", r.Artifactory != nil}, {"oss", r.OSS != nil}} {
 		if kind.set {
-			errs = append(errs, notImplemented("artifactRepository."+kind.name, "use an S3-compatible repository, artifactRepository.s3, or artifactRepository.gcs"))
+			kinds = append(kinds, kind.name)
 		}
 	}
-	if r.S3 != nil && r.GCS != nil {
-		errs = append(errs, errors.New("artifactRepository: set s3 or gcs, not both: outputs go to one repository"))
+	if len(kinds) > 1 {
+		errs = append(errs, fmt.Errorf("artifactRepository: %s are set: outputs go to one repository, set one of them", strings.Join(kinds, ", ")))
+	}
+	if r.ArchiveLogs != nil && *r.ArchiveLogs && len(kinds) == 0 {
+		errs = append(errs, errors.New("artifactRepository.archiveLogs: true, but there is no repository to save main's log to: set artifactRepository.s3 (or gcs, artifactory or oss)"))
 	}
 	if r.S3 == nil {
 		return errs
@@ -243,6 +251,44 @@ func checkGCS(gcs *workflow.GCSArtifactRepository) []error {
 	}
 	if unknown := workflow.UnknownKeyFormatVariables(gcs.KeyFormat); len(unknown) > 0 {
 		errs = append(errs, fmt.Errorf("%s.keyFormat: unknown variable %s in %q (want %s)", key, strings.Join(unknown, ", "), gcs.KeyFormat, strings.Join(workflow.KeyFormatVariables(), ", ")))
+	}
+	return errs
+}
+
+func checkArtifactory(a *workflow.ArtifactoryArtifactRepository) []error {
+	if a == nil {
+		return nil
+	}
+	const key = "artifactRepository.artifactory"
+	var errs []error
+	if u, err := url.Parse(a.RepoURL); a.RepoURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("%s.repoURL: %q is not an absolute http(s) URL, e.g. https://artifactory.example/artifactory/generic-local", key, a.RepoURL))
+	}
+	errs = append(errs, checkSecretRef(key+".usernameSecret", a.UsernameSecret), checkSecretRef(key+".passwordSecret", a.PasswordSecret))
+	if (a.UsernameSecret == nil) != (a.PasswordSecret == nil) {
+		errs = append(errs, fmt.Errorf("%s: set both usernameSecret and passwordSecret, or neither", key))
+	}
+	return errs
+}
+
+func checkOSS(o *workflow.OSSArtifactRepository) []error {
+	if o == nil {
+		return nil
+	}
+	const key = "artifactRepository.oss"
+	var errs []error
+	if o.Endpoint == "" {
+		errs = append(errs, fmt.Errorf("%s.endpoint: must be set (host[:port], or http:// or https:// with it)", key))
+	}
+	if o.Bucket == "" {
+		errs = append(errs, fmt.Errorf("%s.bucket: must be set", key))
+	}
+	errs = append(errs, checkSecretRef(key+".accessKeySecret", o.AccessKeySecret), checkSecretRef(key+".secretKeySecret", o.SecretKeySecret))
+	if (o.AccessKeySecret == nil) != (o.SecretKeySecret == nil) {
+		errs = append(errs, fmt.Errorf("%s: set both accessKeySecret and secretKeySecret, or neither", key))
+	}
+	if unknown := workflow.UnknownKeyFormatVariables(o.KeyFormat); len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("%s.keyFormat: unknown variable %s in %q (want %s)", key, strings.Join(unknown, ", "), o.KeyFormat, strings.Join(workflow.KeyFormatVariables(), ", ")))
 	}
 	return errs
 }

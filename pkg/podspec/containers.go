@@ -41,6 +41,8 @@ func (b *builder) initContainer() corev1.Container {
 	if len(b.tmpl.Inputs.Artifacts) > 0 {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workflow.InputArtifactsVolume, MountPath: workflow.InputArtifactsPath})
 	}
+	_, mounts := secretVolumes(workflow.InitContainerName, b.initSecrets())
+	c.VolumeMounts = append(c.VolumeMounts, mounts...)
 	return c
 }
 
@@ -57,6 +59,8 @@ func (b *builder) waitContainer() corev1.Container {
 			ReadOnly:    true,
 		})
 	}
+	_, mounts := secretVolumes(workflow.WaitContainerName, b.waitSecrets())
+	c.VolumeMounts = append(c.VolumeMounts, mounts...)
 	return c
 }
 
@@ -81,7 +85,8 @@ func (b *builder) executorContainer(name string) corev1.Container {
 
 // executorEnv is the environment that init and wait share. The S3 keys and
 // the GCS service-account key are secret references here and nowhere else:
-// main never gets them.
+// main never gets them (the secrets of git, artifactory and oss are files,
+// secretVolumes).
 func (b *builder) executorEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		FieldEnv(workflow.EnvPodName, "metadata.name"),
@@ -92,8 +97,9 @@ func (b *builder) executorEnv() []corev1.EnvVar {
 		{Name: workflow.EnvSidecarMode, Value: b.cfg.SidecarMode},
 		{Name: workflow.EnvTemplatePath, Value: workflow.TemplateFile},
 	}
-	s3, gcs := b.cfg.ArtifactRepository.S3, b.cfg.ArtifactRepository.GCS
-	if s3 == nil && gcs == nil {
+	r := b.cfg.ArtifactRepository
+	s3, gcs := r.S3, r.GCS
+	if s3 == nil && gcs == nil && r.Artifactory == nil && r.OSS == nil {
 		return env
 	}
 	repo, _ := json.Marshal(b.cfg.ArtifactRepository) // plain strings and pointers: cannot fail
@@ -141,6 +147,12 @@ func (b *builder) volumes() []corev1.Volume {
 	if len(b.tmpl.Inputs.Artifacts) > 0 {
 		vols = append(vols, corev1.Volume{Name: workflow.InputArtifactsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	if needsInit(b.cfg, b.tmpl, b.backend) {
+		initVols, _ := secretVolumes(workflow.InitContainerName, b.initSecrets())
+		vols = append(vols, initVols...)
+	}
+	waitVols, _ := secretVolumes(workflow.WaitContainerName, b.waitSecrets())
+	vols = append(vols, waitVols...)
 	for _, v := range b.tmpl.Volumes {
 		vols = append(vols, *v.DeepCopy())
 	}

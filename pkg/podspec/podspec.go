@@ -76,6 +76,7 @@ func build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta
 	if err := validateTemplate(t); err != nil {
 		return nil, err
 	}
+	t = withArchiveLogs(cfg.ArtifactRepository, t)
 	if err := checkRepositoryKind(cfg.ArtifactRepository, t); err != nil {
 		return nil, err
 	}
@@ -100,6 +101,20 @@ func build(cfg *config.Config, backends []Backend, tmpl *workflow.Template, meta
 	return pod, nil
 }
 
+// withArchiveLogs is t with the archiveLogs that Argo's controller would
+// give it (IsArchiveLogs: the repository's true wins, else the template's
+// archiveLocation.archiveLogs) written into its archiveLocation, where
+// wait reads it (Template.SaveLogsAsArtifact) under either controller.
+func withArchiveLogs(repo workflow.ArtifactRepository, t *workflow.Template) *workflow.Template {
+	if repo.ArchiveLogs == nil || !*repo.ArchiveLogs {
+		return t
+	}
+	c := *t
+	yes := true
+	c.ArchiveLocation = &workflow.ArtifactLocation{ArchiveLogs: &yes}
+	return &c
+}
+
 // checkBackendVolumes refuses a template volume whose name a backend's
 // Shape gave one of its own.
 func checkBackendVolumes(t *workflow.Template, backend Backend, pod *corev1.Pod) error {
@@ -112,7 +127,7 @@ func checkBackendVolumes(t *workflow.Template, backend Backend, pod *corev1.Pod)
 			}
 		}
 		if n > 1 {
-			errs = append(errs, fmt.Errorf("volumes[%d].name: %q is reserved for the pod builder (the %s executor's own volume)", i, v.Name, backend.Name()))
+			errs = append(errs, fmt.Errorf("volumes[%d].name: %q is reserved for the pod builder (a volume it or the %s executor adds: rename it)", i, v.Name, backend.Name()))
 		}
 	}
 	return errors.Join(errs...)

@@ -50,6 +50,16 @@ artifactRepository:
     secretKeySecret: {name: s3-credentials, key: secretkey}
 `
 
+const ossConfig = `
+artifactRepository:
+  archiveLogs: true
+  oss:
+    endpoint: http://oss.example:7070
+    bucket: artifacts
+    accessKeySecret: {name: oss-credentials, key: accessKey}
+    secretKeySecret: {name: oss-credentials, key: secretKey}
+`
+
 // TestGolden builds one pod per backend and per selection rule and compares
 // it with testdata/NAME.golden.yaml. Regenerate with `go test ./pkg/podspec -update`.
 func TestGolden(t *testing.T) {
@@ -72,6 +82,8 @@ func TestGolden(t *testing.T) {
 		{name: "artifacts-s3", config: s3Config, template: "artifacts.yaml"},
 		{name: "artifacts-gcs", config: gcsConfig, template: "artifacts-gcs.yaml"},
 		{name: "argo-fields", config: "", template: "argo-fields.yaml"},
+		{name: "artifacts-stores", config: ossConfig, template: "artifacts-stores.yaml"},
+		{name: "archive-logs", config: s3Config, template: "archive-logs.yaml"},
 		{name: "executor-spec", config: "executor:\n  image: registry.local/argoexec:v1\n  imagePullPolicy: Always\n  args: [--loglevel=debug]\n" +
 			"  env: [{name: GOMAXPROCS, value: '1'}]\n  resources: {limits: {memory: 64Mi}}\n  securityContext: {runAsNonRoot: true}\n", template: "script.yaml"},
 	} {
@@ -671,7 +683,15 @@ func TestArgoFields(t *testing.T) {
 		{"valueFrom jsonPath", main + "outputs: {parameters: [{name: p, valueFrom: {jsonPath: '{.x}'}}]}\n", "outputs.parameters[0].valueFrom.jsonPath: not supported", nil},
 		{"valueFrom expression", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x}}, {name: q, valueFrom: {expression: x}}]}\n", "outputs.parameters[1].valueFrom.expression: not supported", nil},
 		{"valueFrom default", main + "outputs: {parameters: [{name: p, valueFrom: {path: /x, default: d}}]}\n", "", nil},
-		{"git input", main + "inputs: {artifacts: [{name: a, path: /a, git: {repo: r}}]}\n", "inputs.artifacts[0].git: not supported", nil},
+		{"git input", main + "inputs: {artifacts: [{name: a, path: /a, git: {repo: r}}]}\n", "", nil},
+		{"git output", main + "outputs: {artifacts: [{name: a, path: /a, git: {repo: r}}]}\n", "outputs.artifacts[0].git: not supported by argoexec-step run; Argo's controller handles it (git artifacts are inputs only", nil},
+		{"artifactory input and output", main + "inputs: {artifacts: [{name: a, path: /a, artifactory: {url: 'http://rt/x'}}]}\noutputs: {artifacts: [{name: b, path: /b, artifactory: {url: 'http://rt/y'}}]}\n", "", nil},
+		{"oss input and output", main + "inputs: {artifacts: [{name: a, path: /a, oss: {endpoint: e, bucket: b, key: k}}]}\noutputs: {artifacts: [{name: b, path: /b, oss: {key: k}}]}\n", "", nil},
+		{"hdfs input", main + "inputs: {artifacts: [{name: a, path: /a, hdfs: {path: /p}}]}\n", "inputs.artifacts[0].hdfs: not supported by argoexec-step run; Argo's controller handles it (argoexec has no hdfs store", nil},
+		{"hdfs output", main + "outputs: {artifacts: [{name: a, path: /a, hdfs: {path: /p}}]}\n", "outputs.artifacts[0].hdfs: not supported", nil},
+		{"archiveLocation with archiveLogs alone, no repository", main + "archiveLocation: {archiveLogs: true}\n", "archiveLocation.archiveLogs: main's log is saved to the artifact repository, and the ConfigMap has none", nil},
+		{"archiveLocation with archiveLogs false", main + "archiveLocation: {archiveLogs: false}\n", "", nil},
+		{"archiveLocation with a location and archiveLogs", main + "archiveLocation: {archiveLogs: true, s3: {key: k}}\n", "archiveLocation: not supported", nil},
 		{"gcs output, s3 repository", main + "outputs: {artifacts: [{name: a, path: /a, gcs: {key: k}}]}\n", "outputs.artifacts[0].gcs: the ConfigMap's artifactRepository is not gcs", nil},
 		{"artifact mode", main + "inputs: {artifacts: [{name: a, path: /a, mode: 0755, raw: {data: x}}]}\n", "inputs.artifacts[0].mode: not supported", nil},
 		{"artifact from", main + "inputs: {artifacts: [{name: a, path: /a, from: x}]}\n", "inputs.artifacts[0].from: not supported", nil},

@@ -81,7 +81,12 @@ func Fields() []Field {
 		{"podSpecPatch", Refused, "set the fields in the template, or edit the output of argoexec-step render.", when(func(t *workflow.Template) bool { return t.PodSpecPatch != "" })},
 		{"initContainers", Refused, "put the work in main, or use a sidecar.", when(func(t *workflow.Template) bool { return t.InitContainers != nil })},
 		{"executor", Refused, "init and wait run as the pod's service account: set serviceAccountName.", when(func(t *workflow.Template) bool { return t.Executor != nil })},
-		{"archiveLocation", Refused, "the repository is the ConfigMap's artifactRepository; drop archiveLocation.", when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil })},
+		{"archiveLocation", Refused, "a location there (s3, gcs, artifactory, oss, ...): the repository is the ConfigMap's artifactRepository; drop the location (archiveLocation.archiveLogs alone is applied).",
+			when(func(t *workflow.Template) bool { return t.ArchiveLocation != nil && t.ArchiveLocation.Kind() != "" })},
+		{"archiveLocation.archiveLogs", Applied, "as Argo's controller: true in artifactRepository.archiveLogs wins, else the template's value; wait then saves main's log to the repository as main.log beside the step's artifacts and reports it as the output artifact main-logs.",
+			when(func(t *workflow.Template) bool {
+				return t.ArchiveLocation != nil && t.ArchiveLocation.ArchiveLogs != nil
+			})},
 		{"steps", Refused, "argoexec-step run runs one container or script template: run each step's template.", when(func(t *workflow.Template) bool { return t.Steps != nil })},
 		{"dag", Refused, "argoexec-step run runs one container or script template: run each task's template.", when(func(t *workflow.Template) bool { return t.DAG != nil })},
 		{"suspend", Refused, "argoexec-step run runs one container or script template.", when(func(t *workflow.Template) bool { return t.Suspend != nil })},
@@ -91,7 +96,9 @@ func Fields() []Field {
 		{"http", Refused, "HTTP templates are run by Argo's agent; use a container running curl.", when(func(t *workflow.Template) bool { return t.HTTP != nil })},
 		{"plugin", Refused, "plugin templates are run by Argo's executor plugins.", when(func(t *workflow.Template) bool { return t.Plugin != nil })},
 		{"outputs.parameters[].valueFrom", Refused, "wait reads valueFrom.path (and valueFrom.default); jsonPath, jqFilter, event, parameter, supplied, configMapKeyRef and expression are resolved by Argo's controller or resource templates.", valueFromSources},
-		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs, archive.zip and the git, artifactory, hdfs and oss kinds are not implemented by init and wait under argoexec-step (git, artifactory and oss work under Argo's controller, which mounts the secrets they name; argoexec-step pods hold only the repository's credentials); use the repository's kind (s3 or gcs), http or raw.", artifactFields},
+		{"artifacts[]", Refused, "from, fromExpression, subPath, mode, recurseMode, archiveLogs and archive.zip are not implemented by init and wait under argoexec-step; from and fromExpression are resolved by Argo's controller.", artifactFields},
+		{"artifacts[].hdfs", Refused, "argoexec has no hdfs store (no HDFS server can be run where it is tested): store the artifact in an S3-compatible bucket instead (the repository's s3, or the artifact's own s3 location; a step that copies it between HDFS and S3 with Hadoop's own client can bridge the two), or run this workflow with Argo's own argoexec image.", hdfsArtifacts},
+		{"outputs.artifacts[].git", Refused, "git artifacts are inputs only, as in Argo: save the output to the repository (leave its location out) or to an artifactory, oss or s3 location.", gitOutputs},
 	}
 }
 
@@ -166,8 +173,6 @@ func artifactFields(t *workflow.Template) []string {
 				{"from", a.From != ""}, {"fromExpression", a.FromExpression != ""}, {"subPath", a.SubPath != ""},
 				{"mode", a.Mode != nil}, {"recurseMode", a.RecurseMode}, {"archiveLogs", a.ArchiveLogs != nil},
 				{"archive.zip", a.Archive != nil && a.Archive.Zip != nil},
-				{"git", a.Git != nil}, {"artifactory", a.Artifactory != nil}, {"hdfs", a.HDFS != nil},
-				{"oss", a.OSS != nil},
 			} {
 				if s.set {
 					at = append(at, fmt.Sprintf("%s.artifacts[%d].%s", key, i, s.name))
@@ -180,9 +185,37 @@ func artifactFields(t *workflow.Template) []string {
 	return at
 }
 
+func hdfsArtifacts(t *workflow.Template) []string {
+	var at []string
+	for _, list := range []struct {
+		key  string
+		arts []workflow.Artifact
+	}{{"inputs", t.Inputs.Artifacts}, {"outputs", t.Outputs.Artifacts}} {
+		for i, a := range list.arts {
+			if a.HDFS != nil {
+				at = append(at, fmt.Sprintf("%s.artifacts[%d].hdfs", list.key, i))
+			}
+		}
+	}
+	return at
+}
+
+func gitOutputs(t *workflow.Template) []string {
+	var at []string
+	for i, a := range t.Outputs.Artifacts {
+		if a.Git != nil {
+			at = append(at, fmt.Sprintf("outputs.artifacts[%d].git", i))
+		}
+	}
+	return at
+}
+
 // checkRepositoryKind refuses an s3 or gcs artifact of another kind than the
-// ConfigMap's repository: the pod holds only the repository's credentials,
-// and only its bucket is allowed.
+// ConfigMap's repository: the pod holds only the repository's credentials
+// for those, and only its bucket is allowed (git, artifactory and oss
+// artifacts bring their own secrets, which the pod builder mounts). It
+// also refuses archiveLogs without a repository to save the log to, and an
+// output that takes the log's name.
 func checkRepositoryKind(repo workflow.ArtifactRepository, t *workflow.Template) error {
 	var errs []error
 	check := func(key string, arts []workflow.Artifact) {
@@ -197,6 +230,16 @@ func checkRepositoryKind(repo workflow.ArtifactRepository, t *workflow.Template)
 	}
 	check("inputs", t.Inputs.Artifacts)
 	check("outputs", t.Outputs.Artifacts)
+	if t.SaveLogsAsArtifact() {
+		if repo.S3 == nil && repo.GCS == nil && repo.Artifactory == nil && repo.OSS == nil {
+			errs = append(errs, errors.New("archiveLocation.archiveLogs: main's log is saved to the artifact repository, and the ConfigMap has none: set artifactRepository.s3 (or gcs, artifactory or oss), or drop archiveLogs"))
+		}
+		for i, a := range t.Outputs.Artifacts {
+			if a.Name == workflow.MainLogsArtifactName {
+				errs = append(errs, fmt.Errorf("outputs.artifacts[%d].name: %q is the artifact archiveLogs reports main's log as: rename the output, or drop archiveLogs", i, a.Name))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -15,14 +15,20 @@
 //   - anything else is an error: a grant whose removal changes nothing is to be removed from
 //     the manifests.
 //
-// The full role must pass. TestKubeletNodesPodsOnly is item 4: a token with nodes/pods get and
+// The full role must pass. The agent's Role (manifests/argo/agent) is taken apart the same way
+// (testAgentSubtraction): `argoexec agent main` serving a WorkflowTaskSet as Argo's controller
+// makes one; a grant our agent does without on this API server is tried with client-go's
+// list-then-watch path and with Argo's own agent, which the same Role serves.
+// TestKubeletNodesPodsOnly is item 4: a token with nodes/pods get and
 // no nodes/proxy can Wait and read status through the kubelet, and exec and logs are refused
 // with the nodes/proxy grant they need named.
 package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,9 +39,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
+	"github.com/argoexec/argoexec/executor/agent"
 	"github.com/argoexec/argoexec/executor/executortest"
 	"github.com/argoexec/argoexec/executor/kubelet"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
@@ -185,6 +196,10 @@ func (tb *rbacTable) String() string {
 func TestRBACSubtraction(t *testing.T) {
 	table := &rbacTable{}
 	t.Cleanup(func() { t.Logf("RBAC subtraction:\n%s", table) })
+	t.Run("agent", func(t *testing.T) {
+		t.Parallel()
+		testAgentSubtraction(t, table)
+	})
 	for _, backend := range []string{wf.ExecutorK8sAPI, wf.ExecutorKubelet, wf.ExecutorDocker} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
@@ -402,3 +417,282 @@ func TestKubeletNodesPodsOnly(t *testing.T) {
 		t.Fatalf("GetExitCode with nodes/pods get only = %d, %v; want 3", code, err)
 	}
 }
+
+// agentRoleFile is the agent's Role and RoleBinding as shipped (manifests/argo/agent).
+const agentRoleFile = "manifests/argo/agent/role.yaml"
+
+// agentGrants lists every verb of every resource the agent's Role grants, with its API group
+// (argoproj.io's workflowtasksets, the core group's secrets).
+func agentGrants(t *testing.T) (*rbacv1.Role, []grant) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(), agentRoleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.Role
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("%s: %v", agentRoleFile, err)
+		}
+		if head.Kind == "Role" {
+			role = &rbacv1.Role{}
+			mustDecode(t, []byte(doc), role)
+		}
+	}
+	if role == nil {
+		t.Fatalf("%s has no Role", agentRoleFile)
+	}
+	var out []grant
+	for _, rule := range role.Rules {
+		for _, res := range rule.Resources {
+			for _, v := range rule.Verbs {
+				out = append(out, grant{Kind: "Role", Role: role.Name, Resource: res, Verb: v})
+			}
+		}
+	}
+	return role, out
+}
+
+// noWatchList makes client-go's reflector list and then watch, as it does against an API
+// server without watch-list (sendInitialEvents).
+var noWatchList = corev1.EnvVar{Name: "KUBE_FEATURE_WatchListClient", Value: "false"}
+
+// all2 is everything an agent run said: its log and its messages.
+func all2(r agentRun) string { return r.log + "\n" + r.message }
+
+// argoNames reports whether text holds Argo v3.3.8's agent's refusal of g ("Watch
+// workflowtasksets 403").
+func argoNames(text string, g grant) bool {
+	return strings.Contains(strings.ToLower(text), g.Verb+" "+g.Resource+" 403")
+}
+
+// forbids reports whether text holds the API server's refusal of g (`cannot list resource
+// "workflowtasksets"`), as client-go's reflector logs it.
+func forbids(text string, g grant) bool {
+	return strings.Contains(text, `cannot `+g.Verb+` resource \"`+g.Resource+`\"`) || strings.Contains(text, `cannot `+g.Verb+` resource "`+g.Resource+`"`)
+}
+
+// testAgentSubtraction runs `argoexec agent main` (ours) as Argo's controller runs it for an
+// HTTP template, with the agent's Role as shipped and without each of its grants in turn: the
+// test makes the WorkflowTaskSet the controller would (one POST whose header comes from a
+// Secret, to argoHTTPServer's /echo) and the agent pod, as the namespace's ServiceAccount
+// default. With the full Role the node's result is patched Succeeded with the echoed body;
+// without a grant it must not be, and the agent's log, its termination message or the node's
+// message must name the verb and resource (ours, or the API server's refusal as client-go logs
+// it). A grant whose removal changes nothing is to be removed from the manifest.
+func testAgentSubtraction(t *testing.T, table *rbacTable) {
+	role, grants := agentGrants(t)
+	base := argoHTTPServer(t)
+	upstream := ""
+	if ctrls, err := framework.ArgoControllers(); err == nil {
+		for _, c := range ctrls {
+			if c.Name == "upstream" {
+				upstream = c.Image
+			}
+		}
+	}
+	t.Run("full", func(t *testing.T) {
+		t.Parallel()
+		if r := runAgentRBAC(t, base, framework.LoadEnv().ExecutorImage, role, nil); !r.passed {
+			t.Fatalf("our agent fails with its full Role; its log:\n%s\nmessages: %s", r.log, r.message)
+		}
+		if upstream != "" {
+			if r := runAgentRBAC(t, base, upstream, role, nil); !r.passed {
+				t.Fatalf("Argo's own agent (%s) fails with the full Role: its failures without a grant would prove nothing; its log:\n%s\nmessages: %s", upstream, r.log, r.message)
+			}
+		}
+		table.add(rbacRow{"agent", "nothing", "passes (ours and Argo's own)", "", ""})
+	})
+	for _, g := range grants {
+		t.Run(g.Verb+"-"+g.Resource, func(t *testing.T) {
+			t.Parallel()
+			row := rbacRow{backend: "agent", removed: g.String()}
+			r := runAgentRBAC(t, base, framework.LoadEnv().ExecutorImage, role, without(g))
+			all := all2(r)
+			var listed string // ours, where the reflector lists first
+			if r.passed {
+				if nw := runAgentRBAC(t, base, framework.LoadEnv().ExecutorImage, role, without(g), noWatchList); !nw.passed {
+					listed = all2(nw)
+				}
+			}
+			switch {
+			case r.passed && upstream == "":
+				t.Errorf("without %s our agent still serves the HTTP templates, and no Argo image is configured to try (ARGOEXEC_E2E_ARGO_IMAGES): remove it from %s, or run with Argo's image", g, agentRoleFile)
+				row.outcome, row.verdict = "passes (ours); Argo's own agent not tried", "REMOVE?"
+			case r.passed && (names(listed, g) || forbids(listed, g)):
+				// client-go's reflector lists, then watches, when the API server has no
+				// watch-list (sendInitialEvents): KUBE_FEATURE_WatchListClient=false takes
+				// that path here.
+				row.outcome, row.verdict = "passes with ours on this API server (watch-list); fails where the reflector lists (KUBE_FEATURE_WatchListClient=false, an API server without watch-list)", "kept"
+				for line := range strings.Lines(listed) {
+					if names(line, g) || forbids(line, g) {
+						row.text = strings.ReplaceAll(strings.TrimSpace(line), "|", `\|`)
+						break
+					}
+				}
+			case r.passed:
+				// The Role serves Argo's own agent too (the argo tier runs both images with it).
+				u := runAgentRBAC(t, base, upstream, role, without(g))
+				uall := u.log + "\n" + u.message
+				if u.passed {
+					t.Errorf("without %s both our agent and Argo's own (%s) serve the HTTP templates: remove it from %s", g, upstream, agentRoleFile)
+					row.outcome, row.verdict = "passes with both images", "REMOVE"
+					break
+				}
+				row.outcome, row.verdict = "passes with ours; Argo's own agent ("+upstream+") fails", "kept (Argo's image)"
+				for line := range strings.Lines(uall) {
+					if forbids(line, g) || names(line, g) || argoNames(line, g) {
+						row.text = strings.ReplaceAll(strings.TrimSpace(line), "|", `\|`)
+						break
+					}
+				}
+				if row.text == "" {
+					t.Errorf("without %s Argo's own agent fails, but its log does not name %q on %q:\n%s", g, g.Verb, g.Resource, uall)
+					row.verdict = "ERROR: not named"
+				}
+			case names(all, g):
+				row.outcome, row.text, row.verdict = "fails", quoteLine(all, g), "kept"
+			case forbids(all, g):
+				row.outcome, row.verdict = "fails (the API server's refusal, as client-go logs it)", "kept"
+				for line := range strings.Lines(all) {
+					if forbids(line, g) {
+						row.text = strings.ReplaceAll(strings.TrimSpace(line), "|", `\|`)
+						break
+					}
+				}
+			default:
+				t.Errorf("without %s the agent does not serve the HTTP template, but nothing names %q on %q; log:\n%s\nmessage: %s", g, g.Verb, g.Resource, r.log, r.message)
+				row.outcome, row.verdict = "fails", "ERROR: not named"
+			}
+			t.Logf("without %s: %s", g, row.outcome)
+			table.add(row)
+		})
+	}
+}
+
+// agentRun is what one agent under a given Role left behind.
+type agentRun struct {
+	passed  bool   // the node's result was patched Succeeded with the echoed body
+	log     string // the agent container's log
+	message string // the node's message, and the container's termination message if it ended
+}
+
+// runAgentRBAC runs the agent pod and its taskset in a new namespace whose agent Role is role
+// edited by edit (nil: as shipped), for at most agentRBACWindow.
+func runAgentRBAC(t *testing.T, base, image string, role *rbacv1.Role, edit func(kind, name string, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule, env ...corev1.EnvVar) agentRun {
+	t.Helper()
+	f := framework.New(t, framework.PodSecurity("restricted"))
+	ctx := f.Context()
+	r := role.DeepCopy()
+	r.Namespace = f.Namespace
+	if edit != nil {
+		r.Rules = edit("Role", r.Name, r.Rules)
+	}
+	if _, err := f.Client.RbacV1().Roles(f.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: f.Namespace}}}
+	if _, err := f.Client.RbacV1().RoleBindings(f.Namespace).Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Client.CoreV1().Secrets(f.Namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "agent-header"},
+		StringData: map[string]string{"token": "s3cr3t"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restCfg, err := framework.RestConfig(f.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, node, node2 = "agent-rbac", "agent-rbac-1", "agent-rbac-2"
+	ts := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTaskSet",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"tasks": map[string]any{node: map[string]any{"name": "post", "http": map[string]any{
+			"method": "POST", "url": base + "/echo", "body": "ping",
+			"headers":          []any{map[string]any{"name": "X-Token", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "agent-header", "key": "token"}}}},
+			"successCondition": `response.body == "POST ping token=s3cr3t"`,
+		}}}},
+	}}
+	tasksets := dyn.Resource(agent.TaskSetResource()).Namespace(f.Namespace)
+	if _, err := tasksets.Create(ctx, ts, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create WorkflowTaskSet: %v", err)
+	}
+	no, yes, uid := false, true, int64(8737)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-agent"}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever, ServiceAccountName: "default",
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []corev1.Container{{Name: "main", Image: image, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"argoexec", "agent", "main"},
+			// As Argo's controller sets them for an agent without executor plugins.
+			Env: []corev1.EnvVar{{Name: wf.EnvWorkflowName, Value: name}, {Name: wf.EnvArgoAgentPatchRate, Value: "1s"},
+				{Name: wf.EnvArgoPluginNames, Value: "[]"}, {Name: wf.EnvArgoPluginAddresses, Value: "[]"}},
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+	}}
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, env...)
+	if _, err := f.Client.CoreV1().Pods(f.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the agent pod: %v", err)
+	}
+	// The first task is in the taskset when the agent starts (its list, or the watch's initial
+	// events); the second is added once the first is served, as Argo's controller adds a
+	// workflow's later HTTP nodes: only a watch sees it.
+	var out agentRun
+	deadline := time.Now().Add(agentRBACWindow)
+	served := map[string]bool{}
+	failed := false
+	for !failed && time.Now().Before(deadline) && ctx.Err() == nil {
+		got, err := tasksets.Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			for _, id := range []string{node, node2} {
+				phase, _, _ := unstructured.NestedString(got.Object, "status", "nodes", id, "phase")
+				msg, _, _ := unstructured.NestedString(got.Object, "status", "nodes", id, "message")
+				result, _, _ := unstructured.NestedString(got.Object, "status", "nodes", id, "outputs", "result")
+				if phase != "" && !served[id] {
+					served[id] = true
+					out.message += msg + "\n"
+					failed = failed || phase != "Succeeded" || result != "POST ping token=s3cr3t"
+				}
+			}
+			if served[node] && !served[node2] && got.Object["spec"].(map[string]any)["tasks"].(map[string]any)[node2] == nil {
+				tasks := got.Object["spec"].(map[string]any)["tasks"].(map[string]any)
+				tasks[node2] = tasks[node]
+				if _, err := tasksets.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+					t.Logf("add the second task: %v (retrying)", err)
+				}
+			}
+			if served[node] && served[node2] {
+				out.passed = !failed
+				break
+			}
+		}
+		p, err := f.Client.CoreV1().Pods(f.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded) {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Terminated != nil {
+					out.message += cs.State.Terminated.Message
+				}
+			}
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if rc, err := f.Client.CoreV1().Pods(f.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).Stream(ctx); err == nil {
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		out.log = string(b)
+	}
+	return out
+}
+
+// agentRBACWindow is how long an agent has to patch its node's result: with the full Role it
+// takes a second or two (the patch rate is 1 s).
+const agentRBACWindow = 40 * time.Second

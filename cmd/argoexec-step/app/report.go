@@ -116,6 +116,14 @@ func location(a workflow.Artifact) string {
 	switch {
 	case a.S3 != nil:
 		return "s3://" + a.S3.Bucket + "/" + a.S3.Key
+	case a.GCS != nil:
+		return "gs://" + a.GCS.Bucket + "/" + a.GCS.Key
+	case a.OSS != nil:
+		return "oss://" + a.OSS.Bucket + "/" + a.OSS.Key + " at " + a.OSS.Endpoint
+	case a.Artifactory != nil:
+		return a.Artifactory.URL
+	case a.Git != nil:
+		return a.Git.Repo
 	case a.HTTP != nil:
 		return a.HTTP.URL
 	case a.Raw != nil:

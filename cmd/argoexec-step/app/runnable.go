@@ -31,14 +31,15 @@ func checkRunnable(namespace string, t *workflow.Template, cfg *config.Config, p
 			errs = append(errs, fmt.Errorf("container %s has no image: set its image in the template", c.Name))
 		}
 	}
-	repo := cfg.ArtifactRepository.S3 != nil
+	r := cfg.ArtifactRepository
+	repo := r.S3 != nil || r.GCS != nil || r.Artifactory != nil || r.OSS != nil
 	for _, a := range t.Outputs.Artifacts {
-		if !repo && !hasOwnS3(a) {
-			errs = append(errs, fmt.Errorf("output artifact %s: no artifact repository to upload it to: set artifactRepository.s3 in the ConfigMap, or s3 endpoint and bucket on the artifact", a.Name))
+		if !repo && !hasOwnS3(a) && !hasOwnKey(a) {
+			errs = append(errs, fmt.Errorf("output artifact %s: no artifact repository to upload it to: set artifactRepository.s3 (or gcs, artifactory or oss) in the ConfigMap, or a location of its own on the artifact (an artifactory url, an oss endpoint, bucket and key)", a.Name))
 		}
 	}
 	for _, a := range t.Inputs.Artifacts {
-		if a.S3 != nil && !repo && !hasOwnS3(a) {
+		if a.S3 != nil && r.S3 == nil && !hasOwnS3(a) {
 			errs = append(errs, fmt.Errorf("input artifact %s: no artifact repository to download it from: set artifactRepository.s3 in the ConfigMap, or s3 endpoint and bucket on the artifact", a.Name))
 		}
 	}
@@ -46,6 +47,19 @@ func checkRunnable(namespace string, t *workflow.Template, cfg *config.Config, p
 		return &UsageError{Err: fmt.Errorf("pod %s cannot run: %w", pod.Name, err)}
 	}
 	return nil
+}
+
+// hasOwnKey says whether an artifactory or oss output names all of its
+// location (for oss, with endpoint and bucket), so that it needs no
+// repository.
+func hasOwnKey(a workflow.Artifact) bool {
+	switch {
+	case a.Artifactory != nil:
+		return a.Artifactory.URL != ""
+	case a.OSS != nil:
+		return a.OSS.Endpoint != "" && a.OSS.Bucket != "" && a.OSS.Key != ""
+	}
+	return false
 }
 
 func hasOwnS3(a workflow.Artifact) bool {

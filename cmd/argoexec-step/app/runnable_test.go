@@ -25,11 +25,16 @@ func TestRenderRefusesPodsThatCannotRun(t *testing.T) {
 		want                      string // empty: renders
 	}{
 		{"output artifact, shipped ConfigMap", filepath.Join(examples, "artifact-produce.yaml"), shipped, nil,
-			"output artifact data: no artifact repository to upload it to: set artifactRepository.s3 in the ConfigMap"},
+			"output artifact data: no artifact repository to upload it to: set artifactRepository.s3 (or gcs, artifactory or oss) in the ConfigMap"},
 		{"input artifact, shipped ConfigMap", filepath.Join(examples, "artifact-consume.yaml"), shipped, nil,
 			"input artifact data: no artifact repository to download it from"},
 		{"output artifact with a repository", filepath.Join(examples, "artifact-produce.yaml"), withRepo, nil, ""},
 		{"artifact with its own bucket", writeFile(t, "own.yaml", "name: x\nvolumes: [{name: w, emptyDir: {}}]\ncontainer: {image: a, volumeMounts: [{name: w, mountPath: /w}]}\noutputs: {artifacts: [{name: o, path: /w/o, s3: {endpoint: 'e:1', bucket: b, key: k}}]}\n"), shipped, nil, ""},
+		{"output artifact with an artifactory repository", filepath.Join(examples, "artifact-produce.yaml"),
+			writeFile(t, "rt.yaml", "artifactRepository:\n  artifactory: {repoURL: 'http://rt/generic'}\n"), nil, ""},
+		{"artifactory output with its own URL", writeFile(t, "ownrt.yaml", "name: x\nvolumes: [{name: w, emptyDir: {}}]\ncontainer: {image: a, volumeMounts: [{name: w, mountPath: /w}]}\noutputs: {artifacts: [{name: o, path: /w/o, artifactory: {url: 'http://rt/generic/o'}}]}\n"), shipped, nil, ""},
+		{"oss output without endpoint, no repository", writeFile(t, "oss.yaml", "name: x\nvolumes: [{name: w, emptyDir: {}}]\ncontainer: {image: a, volumeMounts: [{name: w, mountPath: /w}]}\noutputs: {artifacts: [{name: o, path: /w/o, oss: {key: k}}]}\n"), shipped, nil,
+			"output artifact o: no artifact repository to upload it to"},
 		{"no image", writeFile(t, "noimg.yaml", "name: x\ncontainer: {command: [sh]}\n"), shipped, nil, "container main has no image: set its image in the template"},
 		{"no script image", writeFile(t, "noimgs.yaml", "name: x\nscript: {command: [sh], source: echo}\n"), shipped, nil, "container main has no image"},
 		{"invalid namespace", filepath.Join(examples, "script-result.yaml"), shipped, []string{"--namespace", "Team_A"}, `--namespace "Team_A": not a namespace name`},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/argoexec/argoexec/executor/data"
-	"github.com/argoexec/argoexec/pkg/artifacts"
 )
 
 // dataRunner is, in argoexec-main, the data template's own flow.
@@ -19,11 +18,11 @@ func runData(ctx context.Context, o *DataOptions) error {
 	if err != nil {
 		return err
 	}
-	s3, err := artifacts.NewS3(artifacts.S3Config{Credentials: parts.DataCredentials}, o.Log)
-	if err != nil {
-		return err
+	if parts.DataEnv == nil {
+		return fmt.Errorf("data template %q: the %s protocol gives data templates no artifact stores", tmpl.Name, o.Protocol.Name())
 	}
-	d := &data.Executor{Template: tmpl, Repository: parts.DataRepository, Lister: s3, Reporter: parts.Reporter, Log: o.Log}
+	lister := data.KindLister{Env: parts.DataEnv, Allow: parts.DataAllow}
+	d := &data.Executor{Template: tmpl, Repository: parts.DataRepository, Lister: lister, Reporter: parts.Reporter, Log: o.Log}
 	if err := d.Run(ctx); err != nil {
 		return fmt.Errorf("data template %q: %w", tmpl.Name, err)
 	}

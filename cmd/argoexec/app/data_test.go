@@ -35,12 +35,17 @@ func TestDataOptions(t *testing.T) {
 		t.Fatalf("template = %+v, %v; want the data template from ARGO_TEMPLATE", tp, err)
 	}
 	parts, err := got.Protocol.Main(got.request(tp, &rest.Config{Host: "https://127.0.0.1:1"}, logrus.NewEntry(logrus.New())))
-	repo, creds := parts.DataRepository, parts.DataCredentials
-	if err != nil || repo == nil || repo.Bucket != "argo" || repo.Endpoint != "s3.local:7070" {
+	repo := parts.DataRepository
+	if err != nil || repo == nil || repo.S3 == nil || repo.S3.Bucket != "argo" || repo.S3.Endpoint != "s3.local:7070" {
 		t.Fatalf("repository = %+v, %v; want the archiveLocation's", repo, err)
 	}
-	if sf, ok := creds.(artifacts.SecretFiles); !ok || sf.Root != wf.ArgoSecretsPath {
-		t.Errorf("credentials = %#v, want the secret files Argo mounts", creds)
+	if parts.DataEnv == nil {
+		t.Fatal("no DataEnv")
+	}
+	for _, kind := range []string{wf.KindS3, wf.KindGCS, wf.KindOSS} {
+		if sf, ok := parts.DataEnv(kind).Credentials.(artifacts.SecretFiles); !ok || sf.Root != wf.ArgoSecretsPath {
+			t.Errorf("%s credentials = %#v, want the secret files Argo mounts", kind, parts.DataEnv(kind).Credentials)
+		}
 	}
 
 	err = run(context.Background(), []string{"data"}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(with(env, wf.EnvPodName, "<unset>")), NamespaceFile: nsFile}, runners{

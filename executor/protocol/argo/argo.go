@@ -195,11 +195,9 @@ func (p *Protocol) Main(req protocol.Request) (protocol.MainParts, error) {
 	if err != nil {
 		return protocol.MainParts{}, err
 	}
-	parts := protocol.MainParts{Reporter: tr, Deadline: p.Deadline, DataCredentials: artifacts.SecretFiles{Root: p.secretsDir()}}
-	if loc := req.Template.ArchiveLocation; loc != nil && loc.S3 != nil {
-		b := loc.S3.S3Bucket
-		parts.DataRepository = &b
-	}
+	env := p.artifactEnv(req.Template, req.Log)
+	parts := protocol.MainParts{Reporter: tr, Deadline: p.Deadline, DataRepository: req.Template.ArchiveLocation,
+		DataEnv: func(string) artifacts.Env { return env }}
 	return parts, nil
 }
 
@@ -236,14 +234,21 @@ func (p *Protocol) reporter(req protocol.Request) (*TaskResultReporter, error) {
 // secret files the controller mounts for each secret an artifact names (no
 // secrets RBAC).
 func (p *Protocol) artifacts(tmpl *wf.Template, log *logrus.Entry) (flow.ArtifactLocator, flow.ArtifactDriver, error) {
-	var def wf.ArtifactLocation
-	if tmpl.ArchiveLocation != nil {
-		def = *tmpl.ArchiveLocation
-	}
-	store, err := artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
-		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}, GCS: p.GCS})
+	store, err := artifacts.NewStoreFor(p.artifactEnv(tmpl, log))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the template's archiveLocation: %w", err)
 	}
 	return ArchiveLocationLocator{Location: tmpl.ArchiveLocation}, store, nil
+}
+
+// artifactEnv is what every store is built from under Argo's controller:
+// the template's archiveLocation as the default, and the secret files the
+// controller mounts.
+func (p *Protocol) artifactEnv(tmpl *wf.Template, log *logrus.Entry) artifacts.Env {
+	var def wf.ArtifactLocation
+	if tmpl.ArchiveLocation != nil {
+		def = *tmpl.ArchiveLocation
+	}
+	return artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}, GCS: p.GCS}
 }

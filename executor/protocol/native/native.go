@@ -1,7 +1,8 @@
 // Package native is the side of the pod of argoexec's own pod builder
 // (pkg/podspec, argoexec-step): the template in the pod annotation
 // workflows.argoproj.io/template projected as a file, the repository and
-// its keys in argoexec's own variables, outputs in the pod annotation
+// its s3 or gcs keys in argoexec's own variables (the secrets of git,
+// artifactory and oss as files under SecretsDir), outputs in the pod annotation
 // workflows.argoproj.io/outputs, and SIGTERM to wait as the kubelet's
 // (the kubelet is already stopping the pod's containers).
 package native
@@ -9,6 +10,7 @@ package native
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +45,9 @@ type Protocol struct {
 	// (STORAGE_EMULATOR_HOST, GCE_METADATA_HOST, set by the ConfigMap's
 	// executor.env).
 	GCS artifacts.GCSEndpoints
+	// SecretsRoot is where the secret files are; empty means SecretsDir
+	// (a test's directory otherwise).
+	SecretsRoot string
 }
 
 // Name implements protocol.Protocol.
@@ -104,11 +109,11 @@ func (p *Protocol) Flow(req protocol.Request) (protocol.FlowParts, error) {
 	if err != nil {
 		return parts, err
 	}
-	var loc KeyFormatLocator
-	if repo != nil {
-		loc = KeyFormatLocator{Repository: repo.S3, GCS: repo.GCS}
-	}
-	parts.Config.Protocol.Artifacts = loc
+	// Our pod builder writes the effective archiveLogs (the repository's
+	// true, else the template's) into the template's archiveLocation, as
+	// Argo's controller does: one rule for both protocols.
+	parts.Config.Protocol.ArchiveLogs = req.Template.SaveLogsAsArtifact()
+	parts.Config.Protocol.Artifacts = KeyFormatLocator{Repository: repo}
 	if parts.Store, err = p.store(repo, req.Log); err != nil {
 		return parts, err
 	}
@@ -127,15 +132,15 @@ func (p *Protocol) Main(req protocol.Request) (protocol.MainParts, error) {
 	if err != nil {
 		return protocol.MainParts{}, err
 	}
-	parts := protocol.MainParts{Reporter: rep, DataCredentials: p.keys()}
+	parts := protocol.MainParts{Reporter: rep}
 	repo, err := p.repository()
 	if err != nil {
 		return parts, err
 	}
-	if repo != nil && repo.S3 != nil {
-		b := repo.S3.S3Bucket
-		parts.DataRepository = &b
+	if def, _, ok := repositoryLocation(repo); ok {
+		parts.DataRepository = &def
 	}
+	parts.DataEnv, parts.DataAllow = p.artifactEnv(repo, req.Log)
 	return parts, nil
 }
 
@@ -168,20 +173,65 @@ type repositoryKeys struct {
 // service-account key, for its serviceAccountKeySecret.
 func (k repositoryKeys) Secret(field string, sel *corev1.SecretKeySelector) (string, error) {
 	if field != "gcs.serviceAccountKeySecret" || k.gcsKey == "" {
-		return "", fmt.Errorf("%s names secret %q, which this pod does not hold: argoexec-step pods hold only the repository's credentials (artifactRepository.gcs.serviceAccountKeySecret)", field, sel.Name)
+		return "", fmt.Errorf("%s names secret %q, which this pod does not hold: for gcs, argoexec-step pods hold only the repository's key (artifactRepository.gcs.serviceAccountKeySecret)", field, sel.Name)
 	}
 	return k.gcsKey, nil
 }
 
-// store is the repository's store: only its bucket is allowed, whose keys
-// the pod holds; with no repository only raw and http inputs load.
+// SecretsDir is where our pod builder mounts the secret keys that git,
+// artifactory and oss locations (and such a repository) name, as Argo's
+// controller does: the key KEY of secret NAME is SecretsDir/NAME/KEY.
+const SecretsDir = wf.ArgoSecretsPath
+
+// repositoryKeyed are the stores whose credentials our pod builder passes
+// as the repository's keys in the environment, and whose artifacts may
+// use only the repository's bucket; every other store reads the secret
+// files the pod builder mounts for what its artifacts (or the repository)
+// name, under SecretsDir.
+func repositoryKeyed() []string { return []string{wf.KindS3, wf.KindGCS} }
+
+// store is the pod's store: s3 and gcs limited to the repository's bucket,
+// whose keys the pod holds; git, artifactory and oss with the secret files
+// under SecretsDir; http and raw as they are. Each kind's driver is built
+// by its artifacts.Kind, as for Argo's controller.
 func (p *Protocol) store(repo *wf.ArtifactRepository, log *logrus.Entry) (flow.ArtifactDriver, error) {
-	var def wf.ArtifactLocation
-	if repo != nil && repo.S3 != nil {
-		def.S3 = &wf.S3Artifact{S3Bucket: repo.S3.S3Bucket}
+	envFor, allow := p.artifactEnv(repo, log)
+	cfg := artifacts.StoreConfig{Drivers: map[string]artifacts.Driver{}, Allow: allow}
+	for _, k := range artifacts.Kinds() {
+		d, err := k.New(envFor(k.Name))
+		if err != nil {
+			return nil, fmt.Errorf("%s store: %w", k.Name, err)
+		}
+		if d != nil {
+			cfg.Drivers[k.Name] = d
+		}
 	}
-	if repo != nil && repo.GCS != nil {
-		def.GCS = &wf.GCSArtifact{GCSBucket: repo.GCS.GCSBucket}
+	return artifacts.NewStore(cfg, log), nil
+}
+
+// artifactEnv is what each kind's driver is built from (repositoryKeyed
+// kinds with the repository's keys and bucket only; the others with the
+// secret files), and the policy that keeps s3 to the repository's bucket.
+func (p *Protocol) artifactEnv(repo *wf.ArtifactRepository, log *logrus.Entry) (func(kind string) artifacts.Env, artifacts.BucketPolicy) {
+	def, _, _ := repositoryLocation(repo)
+	keyed := artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS}
+	own := artifacts.Env{Default: def, Credentials: artifacts.SecretFiles{Root: p.secretsDir()}, Log: log,
+		Git: artifacts.GitCommand{SecretsDir: p.secretsDir()}}
+	var allow artifacts.BucketPolicy
+	if def.S3 != nil {
+		allow = artifacts.RepositoryOnly(def.S3.S3Bucket)
 	}
-	return artifacts.NewStoreFor(artifacts.Env{Default: def, Credentials: p.keys(), RepositoryOnly: true, Log: log, GCS: p.GCS})
+	return func(kind string) artifacts.Env {
+		if slices.Contains(repositoryKeyed(), kind) {
+			return keyed
+		}
+		return own
+	}, allow
+}
+
+func (p *Protocol) secretsDir() string {
+	if p.SecretsRoot != "" {
+		return p.SecretsRoot
+	}
+	return SecretsDir
 }

@@ -2,6 +2,11 @@ package native
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,7 +26,7 @@ func TestRepositoryKeys(t *testing.T) {
 	if v, err := k.Secret("gcs.serviceAccountKeySecret", sel); err != nil || v != "{json}" {
 		t.Errorf("gcs key = %q, %v", v, err)
 	}
-	if _, err := k.Secret("artifactory.usernameSecret", sel); err == nil || !strings.Contains(err.Error(), "argoexec-step pods hold only the repository's credentials") {
+	if _, err := k.Secret("artifactory.usernameSecret", sel); err == nil || !strings.Contains(err.Error(), "argoexec-step pods hold only the repository's key") {
 		t.Errorf("another secret: %v", err)
 	}
 	if _, err := (repositoryKeys{}).Secret("gcs.serviceAccountKeySecret", sel); err == nil {
@@ -106,5 +111,77 @@ func TestProtocol(t *testing.T) {
 			}
 			tt.check(t, parts)
 		})
+	}
+}
+
+// TestStoreFileSecretStores: under our pod builder, git, artifactory and
+// oss artifacts are configured and read the secret files the pod builder
+// mounts; main's log is archived when the template's archiveLocation says
+// so (the pod builder writes the effective value there).
+func TestStoreFileSecretStores(t *testing.T) {
+	root := t.TempDir()
+	for name, v := range map[string]string{"rt/user": "alice", "rt/pass": "s3cret"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gotAuth, gotPath string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		gotAuth, gotPath = u+":"+p, r.URL.Path
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	repo := `{"archiveLogs":true,"artifactory":{"repoURL":"` + srv.URL + `/generic","usernameSecret":{"name":"rt","key":"user"},"passwordSecret":{"name":"rt","key":"pass"}}}`
+	p := &Protocol{SecretsRoot: root}
+	if err := p.Complete("wait", env(map[string]string{wf.EnvArtifactRepository: repo})); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	tmpl := &wf.Template{Name: "t", ArchiveLocation: &wf.ArtifactLocation{ArchiveLogs: &yes}}
+	parts, err := p.Flow(protocol.Request{Command: "wait", Template: tmpl, Log: logrus.NewEntry(logrus.New())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !parts.Config.Protocol.ArchiveLogs {
+		t.Error("archiveLogs in the template's archiveLocation: the flow does not archive main's log")
+	}
+	c := parts.Store.(flow.ArtifactChecker)
+	for _, tt := range []struct {
+		name   string
+		a      wf.Artifact
+		output bool
+	}{
+		{"git input", wf.Artifact{Name: "src", Git: &wf.GitArtifact{Repo: "http://git/r.git"}}, false},
+		{"artifactory input", wf.Artifact{Name: "in", Artifactory: &wf.ArtifactoryArtifact{URL: srv.URL + "/generic/x"}}, false},
+		{"artifactory output", wf.Artifact{Name: "out", Artifactory: &wf.ArtifactoryArtifact{URL: srv.URL + "/generic/x"}}, true},
+		{"oss input", wf.Artifact{Name: "in", OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "oss:1", Bucket: "b"}, Key: "k"}}, false},
+		{"oss output", wf.Artifact{Name: "out", OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "oss:1", Bucket: "b"}, Key: "k"}}, true},
+	} {
+		if err := c.Check(tt.a, tt.output); err != nil {
+			t.Errorf("%s: Check: %v", tt.name, err)
+		}
+	}
+	if err := c.Check(wf.Artifact{Name: "in", S3: &wf.S3Artifact{Key: "k"}}, false); err == nil || !strings.Contains(err.Error(), "no S3 repository is configured") {
+		t.Errorf("s3 input with an artifactory repository: %v, want no S3 repository", err)
+	}
+	// An output without a location goes to the repository, with its secrets read from the files.
+	up, _, err := parts.Config.Protocol.Artifacts.Locate(wf.Artifact{Name: "out"}, flow.KeyVars{WorkflowName: "wf", PodName: "pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(file, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parts.Store.Save(t.Context(), file, up); err != nil {
+		t.Fatalf("Save to the artifactory repository: %v", err)
+	}
+	if gotAuth != "alice:s3cret" || gotPath != "/generic/wf/pod/out.tgz" {
+		t.Errorf("PUT %s as %q, want /generic/wf/pod/out.tgz as alice:s3cret", gotPath, gotAuth)
 	}
 }
