@@ -384,7 +384,10 @@ func (s *S3) describe(op string, loc wf.S3Artifact, err error) error {
 		return fmt.Errorf("%s: %w", where, ErrNotFound)
 	case resp.Code == "NoSuchBucket":
 		return fmt.Errorf("%s: bucket does not exist; create it or fix the bucket (artifactRepository.%[2]s.bucket, archiveLocation.%[2]s.bucket or the artifact's %[2]s.bucket): %[3]w", where, field, err)
-	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.StatusCode == http.StatusForbidden:
+	// XAdminUserNotFound (404) is versitygw's answer to an access key it
+	// has no user for.
+	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.Code == "XAdminUserNotFound",
+		resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%s: credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.%[2]s, archiveLocation.%[2]s or the artifact's %[2]s): %[3]w", where, field, err)
 	case isUnreachable(err):
 		return fmt.Errorf("%s: the S3 server did not answer, retried with backoff; is it up and reachable from the pod (endpoint, port, network policy)? %w", where, err)

@@ -164,8 +164,8 @@ func artifactoryErrorsCheck(t *testing.T, o *framework.WorkflowOutcome) {
 			t.Errorf("no node %s", tc.step)
 			continue
 		}
-		if n.Phase != "Failed" && n.Phase != "Error" {
-			t.Errorf("%s: phase %s, want Failed or Error", tc.step, n.Phase)
+		if n.Phase != "Error" {
+			t.Errorf("%s: phase %s, want Error (init failed)", tc.step, n.Phase)
 		}
 		for _, w := range append([]string{`input artifact "in"`, "artifactory: GET"}, tc.want...) {
 			if !strings.Contains(n.Message, w) {
