@@ -61,9 +61,11 @@ type gitCase struct {
 	wantPhase string
 	// wantMessage, for a failure, are what our node's message must say.
 	wantMessage []string
-	// upstreamDiffers: Argo's own argoexec ends this otherwise (the reason): its outcome is
-	// logged, not judged, and the two images are not compared.
+	// upstreamDiffers: Argo's own argoexec ends this otherwise (the reason): the two images
+	// are not compared, and its outcome is logged and, with upstreamMessage, judged.
 	upstreamDiffers string
+	// upstreamMessage, when set, is what Argo's own argoexec's node, in Error, must say.
+	upstreamMessage string
 }
 
 // TestArgoGitInput runs git inputs under Argo's controller with each executor image that
@@ -89,7 +91,8 @@ func TestArgoGitInput(t *testing.T) {
 		{name: "ssh", repo: sshRepo, fields: keySecret + "\n          insecureIgnoreHostKey: true", wantPhase: "Succeeded"},
 		{name: "ssh-unknown-host-key", repo: sshRepo, fields: keySecret, wantPhase: "Error",
 			wantMessage:     []string{`input artifact "src"`, "git: clone " + sshRepo, "the server's SSH host key cannot be verified", "set insecureIgnoreHostKey: true"},
-			upstreamDiffers: "the case judges our message; Argo's own argoexec's outcome is logged"},
+			upstreamDiffers: "both fail, each with its own message",
+			upstreamMessage: "artifact src failed to load: unable to find any valid known_hosts file, set SSH_KNOWN_HOSTS env variable"},
 	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -166,7 +169,10 @@ func runArgoGit(t *testing.T, a *framework.Argo, gc gitCase, backend string) (st
 		t.Fatalf("no node in workflow %s", o.Name)
 	}
 	if gc.upstreamDiffers != "" && a.Controller.Name == "upstream" {
-		t.Logf("Argo's own argoexec: workflow %s, node %s: %q; main printed %q (not judged: %s)", o.Phase, n.Phase, n.Message, n.MainLog, gc.upstreamDiffers)
+		t.Logf("Argo's own argoexec: workflow %s, node %s: %q; main printed %q (%s)", o.Phase, n.Phase, n.Message, n.MainLog, gc.upstreamDiffers)
+		if gc.upstreamMessage != "" && (n.Phase != "Error" || !strings.Contains(n.Message, gc.upstreamMessage)) {
+			t.Errorf("Argo's own argoexec: node %s %q, want Error with %q", n.Phase, n.Message, gc.upstreamMessage)
+		}
 		return "", false
 	}
 	if n.Phase != gc.wantPhase {

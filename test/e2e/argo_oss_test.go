@@ -104,7 +104,7 @@ func ossCheck(t *testing.T, o *framework.WorkflowOutcome) {
 
 // ossUpstreamCheck pins how Argo's own argoexec fails the oss case against the testbed's S3:
 // produce's main ran, its wait's save was refused (403 AccessDenied, the server wanting AWS's
-// x-amz-date), and consume never ran.
+// x-amz-date), nothing is stored, and consume never ran.
 func ossUpstreamCheck(t *testing.T, o *framework.WorkflowOutcome) {
 	if o.Phase != "Failed" {
 		t.Errorf("Argo's own argoexec: workflow %s, want Failed", o.Phase)
@@ -114,6 +114,9 @@ func ossUpstreamCheck(t *testing.T, o *framework.WorkflowOutcome) {
 		if !strings.Contains(n.Message, w) {
 			t.Errorf("Argo's own argoexec: produce's message %q has no %q", n.Message, w)
 		}
+	}
+	if len(n.Artifacts) != 0 {
+		t.Errorf("Argo's own argoexec: produce's outputs %v are in S3 although its save failed", keysMap(n.Artifacts))
 	}
 	if o.Node("consume") != nil {
 		t.Errorf("Argo's own argoexec: consume ran after produce failed")
@@ -195,4 +198,12 @@ func ossErrorsCheck(t *testing.T, o *framework.WorkflowOutcome) {
 			t.Errorf("%s: main ran and printed %q; want the step stopped in init", tc.step, n.MainLog)
 		}
 	}
+}
+
+func keysMap[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -552,7 +552,11 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 		t.Fatal(err)
 	}
 	o, err := a.Collect(ctx, final)
-	if err != nil {
+	switch {
+	case err != nil && c.upstreamDiffers != "" && r.ctrl.Name == "upstream":
+		// an output Argo's own argoexec reported but failed to store, say
+		t.Logf("collecting %s (Argo's own argoexec, not judged): %v", final.GetName(), err)
+	case err != nil:
 		t.Errorf("collecting %s: %v", final.GetName(), err)
 	}
 	r.outcome = o
