@@ -615,11 +615,12 @@ func runArgoCase(t *testing.T, a *framework.Argo, mod string, r *argoRun) {
 }
 
 // manifestVars replaces a case manifest's placeholders: @GCS_HOST@, @WEBDAV_URL@, @S3_HOST@ and
-// @S3_BUCKET@ (argoCase.gcs and argoCase.webdav say what they are), and @NODE_IP@, the node's
-// IP (a port nothing listens on there is an unreachable server).
+// @S3_BUCKET@ (argoCase.gcs and argoCase.webdav say what they are), @NODE_IP@, the node's IP
+// (a port nothing listens on there is an unreachable server), and @HTTP_URL@, the local HTTP
+// server's base URL (argoHTTPServer).
 func manifestVars(t *testing.T, a *framework.Argo, r *argoRun) *strings.Replacer {
 	t.Helper()
-	vars := []string{"@GCS_HOST@", a.Env.GCSHost, "@WEBDAV_URL@", r.webdavURL, "@NODE_IP@", a.Env.KubeletHost}
+	vars := []string{"@GCS_HOST@", a.Env.GCSHost, "@WEBDAV_URL@", r.webdavURL, "@NODE_IP@", a.Env.KubeletHost, "@HTTP_URL@", r.httpURL}
 	if strings.Contains(r.c.manifest, "@S3_") {
 		u, err := url.Parse(a.Env.S3Endpoint)
 		if err != nil {
