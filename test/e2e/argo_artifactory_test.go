@@ -175,5 +175,6 @@ func artifactoryErrorsCheck(t *testing.T, o *framework.WorkflowOutcome) {
 		if n.MainLog != "" {
 			t.Errorf("%s: main ran and printed %q; want the step stopped in init", tc.step, n.MainLog)
 		}
+		t.Logf("ours: %s: %s", tc.step, n.Message)
 	}
 }

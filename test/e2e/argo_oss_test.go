@@ -197,6 +197,7 @@ func ossErrorsCheck(t *testing.T, o *framework.WorkflowOutcome) {
 		if n.MainLog != "" {
 			t.Errorf("%s: main ran and printed %q; want the step stopped in init", tc.step, n.MainLog)
 		}
+		t.Logf("ours: %s: %s", tc.step, n.Message)
 	}
 }
 
