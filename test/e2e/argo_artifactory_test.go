@@ -16,6 +16,24 @@ import (
 func init() {
 	argoCases = append(argoCases,
 		argoCase{example: "artifactory", webdav: true, setup: argoStoreSecrets, manifest: argoArtifactoryWorkflow, wantPhase: "Succeeded", check: artifactoryCheck},
+		// A directory with archive: none: an Artifactory URL holds one file, so ours refuses it
+		// in wait, saying to archive it.
+		argoCase{example: "artifactory-directory", webdav: true, setup: argoStoreSecrets, manifest: argoArtifactoryDirectoryWorkflow, wantPhase: "Failed",
+			upstreamDiffers: "Argo's own argoexec fails it too, with its own message",
+			upstreamCheck: func(t *testing.T, o *framework.WorkflowOutcome) {
+				if n := mustNode(t, o, "produce", "Error"); !strings.Contains(n.Message, ": is a directory") {
+					t.Errorf("Argo's own argoexec: produce's message %q has no %q", n.Message, ": is a directory")
+				}
+			},
+			check: func(t *testing.T, o *framework.WorkflowOutcome) {
+				n := mustNode(t, o, "produce", "Error")
+				for _, w := range []string{`output artifact "tree" (/work/tree): artifactory: artifact "tree": not supported: it is a directory, and an Artifactory URL holds one file; archive it (drop ` + "`archive: none`)"} {
+					if !strings.Contains(n.Message, w) {
+						t.Errorf("produce's message %q has no %q", n.Message, w)
+					}
+				}
+				t.Logf("ours: produce: %s", n.Message)
+			}},
 		argoCase{example: "artifactory-errors", webdav: true, setup: argoStoreSecrets, manifest: argoArtifactoryErrorsWorkflow, wantPhase: "Succeeded",
 			upstreamDiffers: "the case judges our error messages; Argo's own argoexec's are logged",
 			check:           artifactoryErrorsCheck},
@@ -84,6 +102,13 @@ spec:
       command: [sh, -c]
       args: ["cat /in/hello.txt /in/plain.txt"]
 `, "@SECRETS@", webdavSecrets(argoWebDAVSecret))
+
+// argoArtifactoryDirectoryWorkflow is argoS3DirectoryWorkflow with the tree bound for the WebDAV
+// server.
+var argoArtifactoryDirectoryWorkflow = strings.NewReplacer(
+	"generateName: s3-directory-", "generateName: artifactory-directory-",
+	"        archive: {none: {}}\n", "        archive: {none: {}}\n        artifactory: {url: \"@WEBDAV_URL@/generic/{{workflow.name}}/tree\""+webdavSecrets(argoWebDAVSecret)+"}\n",
+).Replace(argoS3DirectoryWorkflow)
 
 func artifactoryCheck(t *testing.T, o *framework.WorkflowOutcome) {
 	n := mustNode(t, o, "produce", "Succeeded")

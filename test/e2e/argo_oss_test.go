@@ -18,6 +18,11 @@ func init() {
 			upstreamDiffers: "Argo's own argoexec signs with Aliyun's OSS signature (aliyun-oss-go-sdk v2.2.1: `Authorization: OSS KEY:SIGNATURE` and a Date header), " +
 				"which an S3 server that takes only AWS Signature V4 (versitygw reads x-amz-date) refuses with 403 AccessDenied: its wait fails to save produce's output",
 			upstreamCheck: ossUpstreamCheck},
+		// A directory with archive: none, stored as the S3 driver lays one out (each file under
+		// KEY/; Argo's OSS driver's layout, which it also reads), loaded back as a tree.
+		argoCase{example: "oss-directory", setup: argoStoreSecrets, manifest: argoOSSDirectoryWorkflow, wantPhase: "Succeeded", check: s3DirectoryCheck,
+			upstreamDiffers: "as in the oss case, Argo's own argoexec's OSS signature is refused by the S3 server",
+			upstreamCheck:   ossUpstreamCheck},
 		argoCase{example: "oss-errors", setup: argoStoreSecrets, manifest: argoOSSErrorsWorkflow, wantPhase: "Succeeded",
 			upstreamDiffers: "the case judges our error messages; Argo's own argoexec's are logged",
 			check:           ossErrorsCheck},
@@ -85,6 +90,13 @@ spec:
       command: [sh, -c]
       args: ["cat /in/hello.txt /in/plain.txt"]
 `, "@LOC@", ossLocation("http://@S3_HOST@", "argo-s3"))
+
+// argoOSSDirectoryWorkflow is argoS3DirectoryWorkflow with the tree stored in oss at a key of its
+// own.
+var argoOSSDirectoryWorkflow = strings.NewReplacer(
+	"generateName: s3-directory-", "generateName: oss-directory-",
+	"        archive: {none: {}}\n", "        archive: {none: {}}\n        oss: {key: \"{{workflow.name}}/tree\", "+ossLocation("http://@S3_HOST@", "argo-s3")+"}\n",
+).Replace(argoS3DirectoryWorkflow)
 
 func ossCheck(t *testing.T, o *framework.WorkflowOutcome) {
 	n := mustNode(t, o, "produce", "Succeeded")
