@@ -219,7 +219,7 @@ func (a *Artifactory) Save(ctx context.Context, localPath string, art wf.Artifac
 		return Object{}, fmt.Errorf("artifactory: PUT %s: %w", where, err)
 	}
 	if st.IsDir() {
-		return Object{}, fmt.Errorf("artifactory: artifact %q: %w: %s is a directory and an Artifactory URL holds one file; archive it (drop `archive: none`)", art.Name, ErrNotSupported, localPath)
+		return Object{}, fmt.Errorf("artifactory: artifact %q: %w: it is a directory, and an Artifactory URL holds one file; archive it (drop `archive: none`)", art.Name, ErrNotSupported)
 	}
 	f, err := os.Open(localPath)
 	if err != nil {

@@ -3,6 +3,7 @@ package artifacts
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -97,15 +98,25 @@ func (h *HTTP) Load(ctx context.Context, art wf.Artifact, localPath string) erro
 	}
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("http: GET %s: %w", url, err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("http: GET %s: %w", url, err)
+		}
+		return fmt.Errorf("http: GET %s: no answer; is the server up and reachable from the pod (the url's host and port, DNS, network policy)? %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		return fmt.Errorf("http: GET %s: %s: %w", url, resp.Status, ErrNotFound)
+		return fmt.Errorf("http: GET %s: %s; check the url: %w", url, resp.Status, ErrNotFound)
 	}
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyBytes))
-		return fmt.Errorf("http: GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+		msg := fmt.Sprintf("http: GET %s: %s", url, resp.Status)
+		if b := bytes.TrimSpace(body); len(b) > 0 {
+			msg += ": " + string(b)
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			msg += "; the server refused the request: check the credentials the artifact's http.headers carry"
+		}
+		return errors.New(msg)
 	}
 	f, err := os.Create(localPath)
 	if err != nil {

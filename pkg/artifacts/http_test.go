@@ -54,11 +54,12 @@ func TestHTTPLoad(t *testing.T) {
 		notIn    string
 	}{
 		{name: "headers sent", art: wf.HTTPArtifact{URL: srv.URL + "/plain", Headers: []wf.Header{{Name: "X-Token", Value: "t"}, {Name: "X-Multi", Value: "1"}, {Name: "X-Multi", Value: "2"}}}, want: "plain body"},
-		{name: "404 is not found", art: wf.HTTPArtifact{URL: srv.URL + "/missing"}, wantErr: "http: GET " + srv.URL + "/missing: 404 Not Found", notFound: true},
+		{name: "404 is not found", art: wf.HTTPArtifact{URL: srv.URL + "/missing"}, wantErr: "http: GET " + srv.URL + "/missing: 404 Not Found; check the url", notFound: true},
 		{name: "5xx with its body", art: wf.HTTPArtifact{URL: srv.URL + "/broken"}, wantErr: "http: GET " + srv.URL + "/broken: 502 Bad Gateway: backend down"},
 		{name: "only the start of a long body", art: wf.HTTPArtifact{URL: srv.URL + "/chatty"}, wantErr: "500 Internal Server Error: eeee", notIn: "TAIL"},
-		{name: "forbidden", art: wf.HTTPArtifact{URL: srv.URL + "/plain"}, wantErr: "403 Forbidden: headers missing"},
+		{name: "forbidden", art: wf.HTTPArtifact{URL: srv.URL + "/plain"}, wantErr: "403 Forbidden: headers missing; the server refused the request: check the credentials the artifact's http.headers carry"},
 		{name: "no response headers in time", art: wf.HTTPArtifact{URL: srv.URL + "/hang"}, wantErr: "timeout awaiting response headers"},
+		{name: "unreachable", art: wf.HTTPArtifact{URL: "http://127.0.0.1:1/x"}, wantErr: "no answer; is the server up and reachable from the pod"},
 		{name: "bad url", art: wf.HTTPArtifact{URL: "://nope"}, wantErr: `artifact "a": bad url`},
 	}
 	for _, tt := range tests {

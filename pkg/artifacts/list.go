@@ -42,7 +42,7 @@ func (s *S3) List(ctx context.Context, art wf.Artifact) ([]string, error) {
 	}
 	objs, err := listUnder(ctx, c, loc.Bucket, prefix)
 	if err != nil {
-		return nil, describe("list", loc, err)
+		return nil, s.describe("list", loc, err)
 	}
 	keys := make([]string, 0, len(objs))
 	for _, o := range objs {

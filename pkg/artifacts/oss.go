@@ -106,7 +106,7 @@ func (o *OSS) driver(loc wf.OSSArtifact, save bool) (*S3, error) {
 	if d := o.drivers[k]; d != nil {
 		return d, nil
 	}
-	cfg := S3Config{Credentials: o.cfg.Credentials, Progress: o.cfg.Progress, Tries: o.cfg.Tries, SessionToken: k.token, CreateBucket: k.create}
+	cfg := S3Config{Credentials: o.cfg.Credentials, Progress: o.cfg.Progress, Tries: o.cfg.Tries, SessionToken: k.token, CreateBucket: k.create, Field: wf.KindOSS}
 	if k.anonymous {
 		cfg.Credentials = nil // Argo's driver too goes without keys when none is named
 	}

@@ -80,7 +80,7 @@ func TestOSSErrors(t *testing.T) {
 		{name: "missing object", art: func(e string) wf.Artifact { return ossArt(e, "bkt", "nope") },
 			want: []string{"oss (through its S3-compatible API): s3: download s3://bkt/nope", "object not found", "check the key"}, notFound: true},
 		{name: "bad credentials", art: func(e string) wf.Artifact { return ossArt(e, "bkt", "k") }, denied: true,
-			want: []string{"oss (through its S3-compatible API)", "credentials refused; check the secrets named by accessKeySecret and secretKeySecret"}},
+			want: []string{"oss (through its S3-compatible API)", "credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.oss, archiveLocation.oss or the artifact's oss)"}},
 		{name: "secret not mounted", art: func(e string) wf.Artifact { return ossArt(e, "bkt", "k") }, secrets: map[string]string{"oss/access": "AK"},
 			want: []string{"secretKeySecret", `key "secret" of secret "oss" is not mounted`}},
 		{name: "no endpoint and no repository", art: func(string) wf.Artifact { return wf.Artifact{Name: "art", OSS: &wf.OSSArtifact{Key: "k"}} },

@@ -44,6 +44,10 @@ type S3Config struct {
 	// CreateBucket makes Save create the bucket when it does not exist
 	// (OSS's createBucketIfNotPresent).
 	CreateBucket bool
+	// Field is the template field whose locations the driver serves, which
+	// errors tell the user to check (artifactRepository.FIELD, archiveLocation.FIELD,
+	// the artifact's FIELD): "oss" when the OSS driver uses it; "" means "s3".
+	Field string
 }
 
 // S3 is the driver for artifacts in S3-compatible buckets: any bucket an
@@ -177,21 +181,21 @@ func (s *S3) Save(ctx context.Context, localPath string, art wf.Artifact) (Objec
 	}
 	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "upload", st.Size())
 	defer prog.Done()
-	return putFile(ctx, c, loc, localPath, prog)
+	return s.putFile(ctx, c, loc, localPath, prog)
 }
 
 // createBucket makes loc's bucket unless it exists.
 func (s *S3) createBucket(ctx context.Context, c *minio.Client, loc wf.S3Artifact) error {
 	ok, err := c.BucketExists(ctx, loc.Bucket)
 	if err != nil {
-		return describe("check that the bucket exists for", loc, err)
+		return s.describe("check that the bucket exists for", loc, err)
 	}
 	if ok {
 		return nil
 	}
 	s.log.WithField("bucket", loc.Bucket).Info("creating the bucket, which does not exist (createBucketIfNotPresent)")
 	if err := c.MakeBucket(ctx, loc.Bucket, minio.MakeBucketOptions{Region: loc.Region}); err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
-		return describe("create the bucket for", loc, err)
+		return s.describe("create the bucket for", loc, err)
 	}
 	return nil
 }
@@ -212,7 +216,7 @@ func (s *S3) saveDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, di
 	for _, f := range files {
 		one := loc
 		one.Key = f.key
-		if _, err := putFile(ctx, c, one, f.path, prog); err != nil {
+		if _, err := s.putFile(ctx, c, one, f.path, prog); err != nil {
 			return Object{}, err
 		}
 	}
@@ -221,7 +225,7 @@ func (s *S3) saveDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, di
 
 // putFile uploads the file localPath to loc.Key, counting its bytes in
 // prog, and checks the stored object's size and SHA-256.
-func putFile(ctx context.Context, c *minio.Client, loc wf.S3Artifact, localPath string, prog *Progress) (Object, error) {
+func (s *S3) putFile(ctx context.Context, c *minio.Client, loc wf.S3Artifact, localPath string, prog *Progress) (Object, error) {
 	f, err := os.Open(localPath)
 	if err != nil {
 		return Object{}, fmt.Errorf("s3: upload %s: %w", localPath, err)
@@ -244,11 +248,11 @@ func putFile(ctx context.Context, c *minio.Client, loc wf.S3Artifact, localPath 
 		Progress:     prog,
 	})
 	if err != nil {
-		return Object{}, describe("upload", loc, err)
+		return Object{}, s.describe("upload", loc, err)
 	}
 	info, err := c.StatObject(ctx, loc.Bucket, loc.Key, minio.StatObjectOptions{})
 	if err != nil {
-		return Object{}, describe("check uploaded object", loc, err)
+		return Object{}, s.describe("check uploaded object", loc, err)
 	}
 	if info.Size != st.Size() {
 		return Object{}, fmt.Errorf("s3: check uploaded object s3://%s/%s: stored %d bytes, sent %d", loc.Bucket, loc.Key, info.Size, st.Size())
@@ -278,22 +282,22 @@ func (s *S3) Load(ctx context.Context, art wf.Artifact, localPath string) error 
 	}
 	obj, err := c.GetObject(ctx, loc.Bucket, loc.Key, minio.GetObjectOptions{})
 	if err != nil {
-		return describe("download", loc, err)
+		return s.describe("download", loc, err)
 	}
 	defer obj.Close()
 	info, err := obj.Stat()
 	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
 		objs, lerr := listUnder(ctx, c, loc.Bucket, dirPrefix(loc.Key))
 		if lerr != nil {
-			return describe("list the directory", loc, lerr)
+			return s.describe("list the directory", loc, lerr)
 		}
 		if len(objs) == 0 {
-			return fmt.Errorf("%w (and no object under %s/: not a directory either); check the key, and that the step that should have stored it succeeded", describe("download", loc, err), strings.TrimSuffix(loc.Key, "/"))
+			return fmt.Errorf("%w (and no object under %s/: not a directory either); check the key, and that the step that should have stored it succeeded", s.describe("download", loc, err), strings.TrimSuffix(loc.Key, "/"))
 		}
 		return s.loadDir(ctx, c, loc, objs, localPath)
 	}
 	if err != nil {
-		return describe("download", loc, err)
+		return s.describe("download", loc, err)
 	}
 	prog := s.cfg.Progress.Start(s.log.WithFields(logrus.Fields{"bucket": loc.Bucket, "key": loc.Key}), "download", info.Size)
 	defer prog.Done()
@@ -330,12 +334,12 @@ func (s *S3) loadDir(ctx context.Context, c *minio.Client, loc wf.S3Artifact, ob
 		one.Key = o.Key
 		obj, err := c.GetObject(ctx, loc.Bucket, o.Key, minio.GetObjectOptions{})
 		if err != nil {
-			return describe("download", one, err)
+			return s.describe("download", one, err)
 		}
 		info, err := obj.Stat()
 		if err != nil {
 			obj.Close()
-			return describe("download", one, err)
+			return s.describe("download", one, err)
 		}
 		err = getObject(obj, info, one, dest, prog)
 		obj.Close()
@@ -368,16 +372,23 @@ func getObject(obj io.Reader, info minio.ObjectInfo, loc wf.S3Artifact, localPat
 }
 
 // describe turns an S3 error into one that says what to check.
-func describe(op string, loc wf.S3Artifact, err error) error {
+func (s *S3) describe(op string, loc wf.S3Artifact, err error) error {
 	where := fmt.Sprintf("s3: %s s3://%s/%s at %s", op, loc.Bucket, loc.Key, loc.Endpoint)
+	field := s.cfg.Field
+	if field == "" {
+		field = wf.KindS3
+	}
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.Code == "NoSuchKey":
 		return fmt.Errorf("%s: %w", where, ErrNotFound)
 	case resp.Code == "NoSuchBucket":
-		return fmt.Errorf("%s: bucket does not exist; create it or fix the bucket (artifactRepository.s3.bucket, archiveLocation.s3.bucket or the artifact's s3.bucket): %w", where, err)
-	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%s: credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.s3, archiveLocation.s3 or the artifact's s3): %w", where, err)
+		return fmt.Errorf("%s: bucket does not exist; create it or fix the bucket (artifactRepository.%[2]s.bucket, archiveLocation.%[2]s.bucket or the artifact's %[2]s.bucket): %[3]w", where, field, err)
+	// XAdminUserNotFound (404) is versitygw's answer to an access key it
+	// has no user for.
+	case resp.Code == "AccessDenied", resp.Code == "InvalidAccessKeyId", resp.Code == "SignatureDoesNotMatch", resp.Code == "XAdminUserNotFound",
+		resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%s: credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.%[2]s, archiveLocation.%[2]s or the artifact's %[2]s): %[3]w", where, field, err)
 	case isUnreachable(err):
 		return fmt.Errorf("%s: the S3 server did not answer, retried with backoff; is it up and reachable from the pod (endpoint, port, network policy)? %w", where, err)
 	}

@@ -34,6 +34,9 @@ type fakeS3 struct {
 	meta     map[string]string
 	truncate bool
 	denied   bool
+	// unknownUser answers every request as versitygw answers one signed
+	// with an access key it has no user for.
+	unknownUser bool
 	// accessKeys are the access key IDs requests were signed with.
 	accessKeys []string
 	// tokens are the session tokens requests carried.
@@ -46,6 +49,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.denied {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+		return
+	}
+	if f.unknownUser {
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `<Error><Code>XAdminUserNotFound</Code><Message>No user exists with the provided access key ID.</Message></Error>`)
 		return
 	}
 	if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok {
@@ -207,6 +215,14 @@ func TestS3Errors(t *testing.T) {
 			setup:   func(f *fakeS3) { f.denied = true },
 			op:      func(s *S3) error { _, err := s.Save(context.Background(), writeFile(t, "x"), s3Art("k")); return err },
 			wantErr: "credentials refused; check the secrets named by accessKeySecret and secretKeySecret",
+		},
+		{
+			name:  "access key unknown to the server (versitygw)",
+			setup: func(f *fakeS3) { f.unknownUser = true },
+			op: func(s *S3) error {
+				return s.Load(context.Background(), s3Art("k"), filepath.Join(t.TempDir(), "x"))
+			},
+			wantErr: "credentials refused; check the secrets named by accessKeySecret and secretKeySecret (of artifactRepository.s3, archiveLocation.s3 or the artifact's s3)",
 		},
 		{
 			name:    "missing key",

@@ -412,20 +412,38 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	bucket, _, _ := unstructured.NestedString(status, "artifactRepositoryRef", "artifactRepository", "s3", "bucket")
 	var errs []error
 	var lastKeys map[string]string // the keys of the list arts read last
-	// A gcs output reported as a key alone is in its template's archiveLocation.gcs bucket.
+	// A gcs output reported as a key alone is in its template's archiveLocation.gcs bucket; an
+	// artifactory or oss one is relocated onto its template's archiveLocation likewise.
 	gcsBuckets := map[string]string{}
+	archiveLocs := map[string]map[string]any{}
 	templates, _, _ := unstructured.NestedSlice(wf.Object, "spec", "templates")
 	for _, raw := range templates {
 		tm, _ := raw.(map[string]any)
 		name, _, _ := unstructured.NestedString(tm, "name")
 		gcsBuckets[name], _, _ = unstructured.NestedString(tm, "archiveLocation", "gcs", "bucket")
+		archiveLocs[name], _, _ = unstructured.NestedMap(tm, "archiveLocation")
 	}
-	arts := func(list []any, gcsBucket string) map[string]map[string]string {
+	arts := func(list []any, gcsBucket string, archiveLoc map[string]any) map[string]map[string]string {
 		out := map[string]map[string]string{}
 		lastKeys = map[string]string{}
 		for _, raw := range list {
 			am, _ := raw.(map[string]any)
 			name, _, _ := unstructured.NestedString(am, "name")
+			if other, store := otherStore(am); other != nil {
+				def, _, _ := unstructured.NestedMap(archiveLoc, store)
+				fetch := a.fetchArtifactoryArtifact
+				if store == "oss" {
+					fetch = a.fetchOSSArtifact
+				}
+				files, key, err := fetch(ctx, other, def)
+				lastKeys[name] = key
+				if err != nil {
+					errs = append(errs, fmt.Errorf("artifact %s (%s %s): %w", name, store, key, err))
+					continue
+				}
+				out[name] = files
+				continue
+			}
 			key, _, _ := unstructured.NestedString(am, "s3", "key")
 			b, _, _ := unstructured.NestedString(am, "s3", "bucket")
 			fetch, where := a.fetchArtifact, "s3"
@@ -463,7 +481,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	gp, _, _ := unstructured.NestedSlice(status, "outputs", "parameters")
 	ga, _, _ := unstructured.NestedSlice(status, "outputs", "artifacts")
-	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga, "")
+	o.GlobalParameters, o.GlobalArtifacts = params(gp), arts(ga, "", nil)
 
 	nodes, _, _ := unstructured.NestedMap(status, "nodes")
 	for id, raw := range nodes {
@@ -486,7 +504,7 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 		op, _, _ := unstructured.NestedSlice(nm, "outputs", "parameters")
 		oa, _, _ := unstructured.NestedSlice(nm, "outputs", "artifacts")
 		ip, _, _ := unstructured.NestedSlice(nm, "inputs", "parameters")
-		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa, gcsBuckets[n.Template]), params(ip)
+		n.Parameters, n.Artifacts, n.InputParameters = params(op), arts(oa, gcsBuckets[n.Template], archiveLocs[n.Template]), params(ip)
 		n.ArtifactKeys = lastKeys
 		if n.Type == "Pod" && n.Phase != "Skipped" && n.Phase != "Pending" {
 			// POD_NAMES v1 (v3.3.8's default): the pod is named after the node ID
@@ -505,6 +523,17 @@ func (a *Argo) Collect(ctx context.Context, wf *unstructured.Unstructured) (*Wor
 	}
 	sort.Slice(o.Nodes, func(i, j int) bool { return o.Nodes[i].Name < o.Nodes[j].Name })
 	return o, errors.Join(errs...)
+}
+
+// otherStore is an artifact's artifactory or oss location and the store's name, or nil when it
+// has neither (s3 and gcs are read in Collect itself).
+func otherStore(art map[string]any) (map[string]any, string) {
+	for _, store := range []string{"artifactory", "oss"} {
+		if m, ok, _ := unstructured.NestedMap(art, store); ok {
+			return m, store
+		}
+	}
+	return nil, ""
 }
 
 func (a *Argo) podLog(ctx context.Context, pod, container string) (string, error) {
