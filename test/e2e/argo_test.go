@@ -412,7 +412,7 @@ func TestArgo(t *testing.T) {
 	httpURL := argoHTTPServer(t)
 	var webdavURL string
 	if nginxBinary() != "" {
-		webdavURL = argoWebDAV(t, framework.LoadEnv().KubeletHost)
+		webdavURL = startWebDAV(t, framework.LoadEnv().KubeletHost)
 	}
 	var runs []*argoRun
 	for _, c := range argoCases {

@@ -64,12 +64,9 @@ http {
 // when nginx does not answer within 30 s, with nginx's own log.
 func startWebDAV(t *testing.T, host string) (url string) {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			t.Skip("nginx is not installed (hack/deps.sh installs Debian's nginx-light)")
-		}
-		bin = "/usr/sbin/nginx"
+	bin := nginxBinary()
+	if bin == "" {
+		t.Skip("nginx is not installed (hack/deps.sh installs Debian's nginx-light)")
 	}
 	dir, err := os.MkdirTemp("", "webdav-")
 	if err != nil {
@@ -146,6 +143,17 @@ func startWebDAV(t *testing.T, host string) (url string) {
 			t.Fatalf("nginx did not answer on %s within 30 s: %v: %s", base, err, stderr.String())
 		}
 	}
+}
+
+// nginxBinary is Debian's nginx, or "" when it is not installed.
+func nginxBinary() string {
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	return ""
 }
 
 // syncBuffer is a child's stderr, written by exec's copier while the test

@@ -15,6 +15,7 @@ import (
 
 	"github.com/argoexec/argoexec/executor/emissary"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
+	"github.com/argoexec/argoexec/test/e2e/framework"
 )
 
 // secondNodeTaint is the taint hack/lib/node2.sh registers the second node with: a pod runs
@@ -27,17 +28,25 @@ type testbedNode struct {
 	Tainted  bool
 }
 
-// testbedNodes lists the testbed's Nodes, the first node (untainted) first. With
+// testbedNodes lists the testbed's Ready, schedulable Nodes, the first node (untainted) first. With
 // ARGOEXEC_NODES=1 (hack/cluster.sh left the second node out) a test that needs two skips;
 // otherwise a missing second node is a failure: hack/cluster.sh up starts it.
-func testbedNodes(t *testing.T, e *wfEnv) []testbedNode {
+func testbedNodes(t *testing.T, f *framework.Framework) []testbedNode {
 	t.Helper()
-	list, err := e.f.Client.CoreV1().Nodes().List(e.f.Context(), metav1.ListOptions{})
+	list, err := f.Client.CoreV1().Nodes().List(f.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list nodes: %v", err)
 	}
 	var nodes []testbedNode
 	for _, n := range list.Items {
+		// only nodes with a kubelet that runs pods: the argo tier's docker-node
+		// (framework/dockernode.go) is a cordoned Node object with none
+		ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		if !ready || n.Spec.Unschedulable {
+			continue
+		}
 		tn := testbedNode{Name: n.Name}
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP {
@@ -73,7 +82,7 @@ func TestTwoNodes(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			e := newWfEnv(t, backend)
-			nodes := testbedNodes(t, e)
+			nodes := testbedNodes(t, e.f)
 			for i, node := range nodes {
 				t.Run("node"+strconv.Itoa(i+1), func(t *testing.T) {
 					t.Parallel()

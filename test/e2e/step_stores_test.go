@@ -103,7 +103,7 @@ func TestStepGitInput(t *testing.T) {
 		t.Skip("git is not installed (hack/deps.sh)")
 	}
 	e := newWfEnv(t, wf.ExecutorK8sAPI)
-	repo := serveGitRepo(t, e.f.Env.KubeletHost)
+	repo := serveGitRepo(t, e.f.Env.KubeletHost, buildGitRepo(t))
 	e.createSecret(t, "git-credentials", map[string]string{"username": "reader", "password": "not-checked"})
 	depth := uint64(1)
 	tmpl := e.template("git", "cat /src/hello /src/sub/nested; test -d /src/.git && echo has-git")
