@@ -23,6 +23,8 @@ type OSSConfig struct {
 	Progress ProgressConfig
 	// Tries bounds the attempts of one request (S3Config.Tries).
 	Tries int
+	// RepositoryOnly allows only Default's endpoint and bucket.
+	RepositoryOnly bool
 }
 
 // OSS is the driver for objects in Alibaba Cloud OSS buckets, through
@@ -64,6 +66,16 @@ func (o *OSS) location(art wf.Artifact) (wf.OSSArtifact, error) {
 		key := loc.Key
 		loc = *o.cfg.Default
 		loc.Key = key
+	}
+	if o.cfg.RepositoryOnly {
+		def := o.cfg.Default
+		if def == nil || loc.Endpoint != def.Endpoint || loc.Bucket != def.Bucket {
+			repo := "none"
+			if def != nil {
+				repo = fmt.Sprintf("bucket %q at %q", def.Bucket, def.Endpoint)
+			}
+			return loc, fmt.Errorf("oss: artifact %q: bucket %q at %q is not the artifact repository's (artifactRepository.oss: %s): only the repository's bucket is allowed, whose credentials this pod holds; leave the artifact's endpoint and bucket out, or use the repository's", art.Name, loc.Bucket, loc.Endpoint, repo)
+		}
 	}
 	if loc.Endpoint == "" || loc.Bucket == "" || loc.Key == "" {
 		return loc, fmt.Errorf("oss: artifact %q: endpoint %q, bucket %q and key %q must all be set, on the artifact or by the artifact repository (artifactRepository.oss)", art.Name, loc.Endpoint, loc.Bucket, loc.Key)
