@@ -2,11 +2,13 @@ package data
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -212,16 +214,54 @@ func TestS3List(t *testing.T) {
 	}
 }
 
+// gcsListServer answers GCS JSON API objects.list for bucket g from names,
+// two a page (nextPageToken is the next index), and returns its host:port
+// as STORAGE_EMULATOR_HOST takes it.
+func gcsListServer(t *testing.T, names []string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/storage/v1/b/g/o" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		start := 0
+		if tok := r.URL.Query().Get("pageToken"); tok != "" {
+			start, _ = strconv.Atoi(tok)
+		}
+		var under []string
+		for _, n := range names {
+			if strings.HasPrefix(n, r.URL.Query().Get("prefix")) {
+				under = append(under, n)
+			}
+		}
+		page := map[string]any{}
+		var items []map[string]string
+		for i := start; i < len(under) && i < start+2; i++ {
+			items = append(items, map[string]string{"name": under[i]})
+		}
+		page["items"] = items
+		if start+2 < len(under) {
+			page["nextPageToken"] = strconv.Itoa(start + 2)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
 // TestKindLister: a source is listed by the driver of its kind, built from
 // the protocol's environment through artifacts.Kinds; a store whose driver
-// cannot list is refused naming it and the stores that can, and the s3
+// cannot list is refused naming it and the stores that can (gcs pages;
+// oss goes through the S3-compatible API), and the s3
 // bucket policy applies as in the flows' store.
 func TestKindLister(t *testing.T) {
 	endpoint, _ := listServer(t, []string{"logs/a/main.log", "logs/b/out.tgz"})
 	insecure := true
 	def := wf.ArtifactLocation{S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: endpoint, Bucket: "bkt", Region: "us-east-1", Insecure: &insecure}}}
+	gcs := gcsListServer(t, []string{"logs/a/main.log", "logs/b/main.log", "logs/c/out.tgz"})
 	env := func(string) artifacts.Env {
-		return artifacts.Env{Default: def, Credentials: artifacts.StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: quietLog()}
+		return artifacts.Env{Default: def, Credentials: artifacts.StaticKeys{AccessKey: "a", SecretKey: "s"}, Log: quietLog(), GCS: artifacts.GCSEndpoints{EmulatorHost: gcs}}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -233,9 +273,9 @@ func TestKindLister(t *testing.T) {
 		{name: "s3, filled from the default", art: wf.Artifact{Name: "src", S3: &wf.S3Artifact{Key: "logs"}}, want: []string{"logs/a/main.log", "logs/b/out.tgz"}},
 		{name: "s3, refused by the bucket policy", art: wf.Artifact{Name: "src", S3: &wf.S3Artifact{S3Bucket: wf.S3Bucket{Endpoint: "elsewhere:1", Bucket: "x"}, Key: "logs"}},
 			allow: artifacts.RepositoryOnly(def.S3.S3Bucket), wantErr: "is not in the artifact repository"},
-		{name: "gcs", art: wf.Artifact{Name: "src", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "g"}, Key: "logs"}}, wantErr: `source.artifactPaths "src": listing its gcs location is not supported: argoexec lists s3 sources (Argo v3.3.8 lists s3, gcs and oss)`},
-		{name: "oss", art: wf.Artifact{Name: "src", OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "e", Bucket: "o"}, Key: "logs"}}, wantErr: "listing its oss location is not supported"},
-		{name: "artifactory", art: wf.Artifact{Name: "src", Artifactory: &wf.ArtifactoryArtifact{URL: "http://rt/x"}}, wantErr: "listing its artifactory location is not supported"},
+		{name: "gcs, over two pages", art: wf.Artifact{Name: "src", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "g"}, Key: "logs"}}, want: []string{"logs/a/main.log", "logs/b/main.log", "logs/c/out.tgz"}},
+		{name: "oss, through the S3-compatible API", art: wf.Artifact{Name: "src", OSS: &wf.OSSArtifact{OSSBucket: wf.OSSBucket{Endpoint: "http://" + endpoint, Bucket: "bkt"}, Key: "logs"}}, want: []string{"logs/a/main.log", "logs/b/out.tgz"}},
+		{name: "artifactory", art: wf.Artifact{Name: "src", Artifactory: &wf.ArtifactoryArtifact{URL: "http://rt/x"}}, wantErr: `source.artifactPaths "src": listing its artifactory location is not supported: argoexec lists s3, oss, gcs sources (Argo v3.3.8 lists s3, gcs and oss)`},
 		{name: "git", art: wf.Artifact{Name: "src", Git: &wf.GitArtifact{Repo: "r"}}, wantErr: "listing its git location is not supported"},
 		{name: "http", art: wf.Artifact{Name: "src", HTTP: &wf.HTTPArtifact{URL: "http://x"}}, wantErr: "listing its http location is not supported"},
 		{name: "hdfs, which argoexec has no store for", art: wf.Artifact{Name: "src", HDFS: &wf.HDFSArtifact{Path: "/p"}}, wantErr: "listing its hdfs location is not supported"},

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -48,6 +49,9 @@ type ArtifactoryConfig struct {
 	// Backoff is the wait before the second attempt, doubling after; zero
 	// means 1 s.
 	Backoff time.Duration
+	// RepositoryOnly allows only URLs under Default's URL (the
+	// repository's repoURL): same scheme and host, path below its path.
+	RepositoryOnly bool
 }
 
 // Artifactory is the driver for files in a JFrog Artifactory repository,
@@ -104,7 +108,30 @@ func (a *Artifactory) location(art wf.Artifact) (wf.ArtifactoryArtifact, *url.UR
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return loc, nil, fmt.Errorf("artifactory: artifact %q: url %q is not an absolute http(s) URL; set artifactory.url on the artifact, or artifactRepository.artifactory.repoURL for outputs", art.Name, loc.URL)
 	}
+	if a.cfg.RepositoryOnly {
+		if err := a.underRepository(art.Name, u); err != nil {
+			return loc, nil, err
+		}
+	}
 	return loc, u, nil
+}
+
+// underRepository refuses u unless it is under the default's URL, the
+// repository's repoURL: same scheme and host, its path below the
+// repoURL's path (compared cleaned, so ".." cannot climb out).
+func (a *Artifactory) underRepository(name string, u *url.URL) error {
+	repo := "none"
+	if def := a.cfg.Default; def != nil {
+		repo = def.URL
+		r, err := url.Parse(def.URL)
+		if err == nil && r.Scheme == u.Scheme && r.Host == u.Host {
+			base := strings.TrimSuffix(path.Clean("/"+r.Path), "/") + "/"
+			if strings.HasPrefix(path.Clean("/"+u.Path), base) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("artifactory: artifact %q: %s is not under the artifact repository's URL (artifactRepository.artifactory.repoURL: %s): only URLs under it are allowed, whose credentials this pod holds; leave the artifact's url out, or give one under the repoURL", name, redacted(u), repo)
 }
 
 // auth sets the basic authentication loc's secrets name, if any (Argo's

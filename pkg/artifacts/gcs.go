@@ -200,10 +200,11 @@ func (g *GCS) Load(ctx context.Context, art wf.Artifact, localPath string) error
 	}
 	obj, err := g.stat(ctx, loc)
 	if errors.Is(err, ErrNotFound) {
-		objs, lerr := g.list(ctx, loc, dirPrefix(loc.Key))
+		objs, lerr := g.list(ctx, "list the directory", loc, dirPrefix(loc.Key))
 		if lerr != nil {
 			return lerr
 		}
+		objs = withoutDirs(objs)
 		if len(objs) == 0 {
 			return fmt.Errorf("%w (and no object under %s/: not a directory either); check the key, and that the step that should have stored it succeeded", err, strings.TrimSuffix(loc.Key, "/"))
 		}
@@ -334,10 +335,46 @@ func crc32cString(sum uint32) string {
 	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
 }
 
-// list lists every object whose name starts with prefix, page by page, in
-// the server's (lexical) order, without the empty "directory" objects some
-// consoles create (names ending in "/").
-func (g *GCS) list(ctx context.Context, loc wf.GCSArtifact, prefix string) ([]gcsObject, error) {
+// List returns the names of every object in the artifact's bucket whose
+// name starts with its key, as Argo v3.3.8's GCS driver lists them for a
+// data template's source.artifactPaths (ListObjects): the key taken as a
+// plain prefix (no "/" added; an empty key lists the whole bucket), no
+// delimiter, so recursively, in the server's (lexical) order, every name
+// kept, the empty "directory" objects some consoles create too. No object
+// is an empty (nil) list, not an error.
+func (g *GCS) List(ctx context.Context, art wf.Artifact) ([]string, error) {
+	if art.GCS == nil {
+		return nil, fmt.Errorf("gcs: list artifact %q: it has no gcs location", art.Name)
+	}
+	prefix := art.GCS.Key
+	probe := art
+	one := *art.GCS
+	if one.Key == "" {
+		one.Key = "/" // location wants a key; a listing may have none
+	}
+	probe.GCS = &one
+	loc, err := g.location(probe)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := g.list(ctx, "list", loc, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %q: %w", art.Name, err)
+	}
+	if len(objs) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(objs))
+	for i, o := range objs {
+		names[i] = o.Name
+	}
+	return names, nil
+}
+
+// list lists every object in loc's bucket whose name starts with prefix,
+// page by page (nextPageToken), in the server's (lexical) order; op names
+// the operation in errors.
+func (g *GCS) list(ctx context.Context, op string, loc wf.GCSArtifact, prefix string) ([]gcsObject, error) {
 	one := loc
 	one.Key = prefix
 	var objs []gcsObject
@@ -347,7 +384,7 @@ func (g *GCS) list(ctx context.Context, loc wf.GCSArtifact, prefix string) ([]gc
 		if token != "" {
 			q.Set("pageToken", token)
 		}
-		resp, err := g.call(ctx, "list the directory", one, func(root string) (*http.Request, error) {
+		resp, err := g.call(ctx, op, one, func(root string) (*http.Request, error) {
 			return http.NewRequestWithContext(ctx, http.MethodGet, root+"/storage/v1/b/"+url.PathEscape(loc.Bucket)+"/o?"+q.Encode(), nil)
 		})
 		if err != nil {
@@ -358,24 +395,35 @@ func (g *GCS) list(ctx context.Context, loc wf.GCSArtifact, prefix string) ([]gc
 			NextPageToken string      `json:"nextPageToken"`
 		}
 		if resp.StatusCode != http.StatusOK {
-			err = g.status("list the directory", one, resp, gcsMissingBucket)
+			err = g.status(op, one, resp, gcsMissingBucket)
 		} else if derr := json.NewDecoder(resp.Body).Decode(&page); derr != nil {
-			err = fmt.Errorf("gcs: list %s: read the listing: %w", gsURL(loc.Bucket, prefix), derr)
+			err = fmt.Errorf("gcs: %s %s: read the listing: %w", op, gsURL(loc.Bucket, prefix), derr)
 		}
 		resp.Body.Close()
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range page.Items {
-			if !strings.HasSuffix(o.Name, "/") {
-				objs = append(objs, o)
-			}
-		}
+		objs = append(objs, page.Items...)
 		if page.NextPageToken == "" {
 			return objs, nil
 		}
+		if page.NextPageToken == token {
+			return nil, fmt.Errorf("gcs: %s %s: the server gave the same nextPageToken %q twice; it is not paging, check the server (or emulator)", op, gsURL(loc.Bucket, prefix), token)
+		}
 		token = page.NextPageToken
 	}
+}
+
+// withoutDirs is objs without the empty "directory" objects some consoles
+// create (names ending in "/"), which a downloaded tree does not hold.
+func withoutDirs(objs []gcsObject) []gcsObject {
+	var files []gcsObject
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Name, "/") {
+			files = append(files, o)
+		}
+	}
+	return files
 }
 
 // Save uploads localPath to the artifact's gcs location: a file as the

@@ -96,7 +96,7 @@ func startFakeGCS(t *testing.T, buckets ...string) string {
 // init and wait use it: an output tarball saved and loaded back unpacked;
 // a directory (archive: none) saved file by file and loaded back as the
 // tree; a missing object, a missing bucket and a server that is gone give
-// the errors that say so.
+// the errors that say so; List lists a prefix.
 func TestGCSFakeServer(t *testing.T) {
 	host := startFakeGCS(t, "argo")
 	ctx := context.Background()
@@ -147,6 +147,23 @@ func TestGCSFakeServer(t *testing.T) {
 	}
 	for p, want := range map[string]string{"a.txt": "one\n", "sub/b.txt": "two\nlines\n", "sub/deeper/empty": ""} {
 		wantFile(t, filepath.Join(got, p), want)
+	}
+
+	// A data template's source.artifactPaths: the key as a plain prefix,
+	// recursively, as Argo's gcs ListObjects.
+	lister := NewGCS(GCSConfig{Endpoints: GCSEndpoints{EmulatorHost: host}, Backoff: 10 * time.Millisecond}, discard())
+	for prefix, want := range map[string]string{
+		"wf/pod-1/":     "wf/pod-1/out.tgz,wf/pod-1/tree/a.txt,wf/pod-1/tree/sub/b.txt,wf/pod-1/tree/sub/deeper/empty",
+		"wf/pod-1/tree": "wf/pod-1/tree/a.txt,wf/pod-1/tree/sub/b.txt,wf/pod-1/tree/sub/deeper/empty",
+		"wf/none/":      "",
+	} {
+		names, err := lister.List(ctx, wf.Artifact{Name: "src", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "argo"}, Key: prefix}})
+		if err != nil || strings.Join(names, ",") != want {
+			t.Errorf("List(%q) = %q, %v; want %q", prefix, names, err, want)
+		}
+	}
+	if _, err := lister.List(ctx, wf.Artifact{Name: "src", GCS: &wf.GCSArtifact{GCSBucket: wf.GCSBucket{Bucket: "gone"}, Key: "k"}}); err == nil || !strings.Contains(err.Error(), "the bucket does not exist") {
+		t.Errorf("List of a missing bucket: %v, want it to say the bucket does not exist", err)
 	}
 
 	dead, err := net.Listen("tcp", "127.0.0.1:0")

@@ -35,9 +35,10 @@ type Env struct {
 	Default wf.ArtifactLocation
 	// Credentials resolve the secrets a location names.
 	Credentials Credentials
-	// RepositoryOnly allows only the default location's bucket (the pod
-	// holds only its keys); with no default of a kind, that kind is not
-	// configured.
+	// RepositoryOnly allows, in each store, only the default location's
+	// bucket (s3, gcs, oss) or URLs under its URL (artifactory): the pod
+	// holds only the repository's credentials. With no default of a kind,
+	// that kind is not configured.
 	RepositoryOnly bool
 	// Log says what the drivers do.
 	Log *logrus.Entry
@@ -62,22 +63,24 @@ func Kinds() []Kind {
 }
 
 // newArtifactoryKind is the artifactory store of env, with the secrets
-// env's credentials can read (SecretFiles); none under RepositoryOnly,
-// whose pods hold only the S3 repository's keys.
+// env's credentials can read (SecretFiles); under RepositoryOnly, only
+// with an artifactory default, and only for URLs under its URL (the
+// repository's repoURL).
 func newArtifactoryKind(env Env) (Driver, error) {
-	if env.RepositoryOnly {
+	if env.RepositoryOnly && env.Default.Artifactory == nil {
 		return nil, nil
 	}
 	secrets, _ := env.Credentials.(SecretReader)
-	return NewArtifactory(ArtifactoryConfig{Default: env.Default.Artifactory, Secrets: secrets}, env.Log), nil
+	return NewArtifactory(ArtifactoryConfig{Default: env.Default.Artifactory, Secrets: secrets, RepositoryOnly: env.RepositoryOnly}, env.Log), nil
 }
 
-// newOSSKind is the oss store of env; none under RepositoryOnly.
+// newOSSKind is the oss store of env; under RepositoryOnly, only with an
+// oss default, and only for its endpoint and bucket.
 func newOSSKind(env Env) (Driver, error) {
-	if env.RepositoryOnly {
+	if env.RepositoryOnly && env.Default.OSS == nil {
 		return nil, nil
 	}
-	return NewOSS(OSSConfig{Default: env.Default.OSS, Credentials: env.Credentials}, env.Log), nil
+	return NewOSS(OSSConfig{Default: env.Default.OSS, Credentials: env.Credentials, RepositoryOnly: env.RepositoryOnly}, env.Log), nil
 }
 
 // newGCSKind is the gcs store of env, with the secrets env's credentials

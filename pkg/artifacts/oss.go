@@ -23,6 +23,8 @@ type OSSConfig struct {
 	Progress ProgressConfig
 	// Tries bounds the attempts of one request (S3Config.Tries).
 	Tries int
+	// RepositoryOnly allows only Default's endpoint and bucket.
+	RepositoryOnly bool
 }
 
 // OSS is the driver for objects in Alibaba Cloud OSS buckets, through
@@ -64,6 +66,16 @@ func (o *OSS) location(art wf.Artifact) (wf.OSSArtifact, error) {
 		key := loc.Key
 		loc = *o.cfg.Default
 		loc.Key = key
+	}
+	if o.cfg.RepositoryOnly {
+		def := o.cfg.Default
+		if def == nil || loc.Endpoint != def.Endpoint || loc.Bucket != def.Bucket {
+			repo := "none"
+			if def != nil {
+				repo = fmt.Sprintf("bucket %q at %q", def.Bucket, def.Endpoint)
+			}
+			return loc, fmt.Errorf("oss: artifact %q: bucket %q at %q is not the artifact repository's (artifactRepository.oss: %s): only the repository's bucket is allowed, whose credentials this pod holds; leave the artifact's endpoint and bucket out, or use the repository's", art.Name, loc.Bucket, loc.Endpoint, repo)
+		}
 	}
 	if loc.Endpoint == "" || loc.Bucket == "" || loc.Key == "" {
 		return loc, fmt.Errorf("oss: artifact %q: endpoint %q, bucket %q and key %q must all be set, on the artifact or by the artifact repository (artifactRepository.oss)", art.Name, loc.Endpoint, loc.Bucket, loc.Key)
@@ -158,6 +170,41 @@ func (o *OSS) Save(ctx context.Context, localPath string, art wf.Artifact) (Obje
 		return Object{}, fmt.Errorf("oss (through its S3-compatible API): %w", err)
 	}
 	return obj, nil
+}
+
+// List returns the keys of every object under the artifact's key, taken
+// as a directory, for a data template's source.artifactPaths (S3.List,
+// through OSS's S3-compatible API), every page of it. Argo v3.3.8's OSS
+// driver differs: it takes the key as a plain prefix (KEY, not KEY/),
+// keeps "directory" objects, returns only the first page (100 keys) and
+// turns on the bucket's access logging first; this does none of that. An
+// empty key lists the whole bucket; no object is an empty (nil) list.
+func (o *OSS) List(ctx context.Context, art wf.Artifact) ([]string, error) {
+	if art.OSS == nil {
+		return nil, fmt.Errorf("oss: list artifact %q: it has no oss location", art.Name)
+	}
+	probe := art
+	one := *art.OSS
+	if one.Key == "" {
+		one.Key = "/" // location wants a key; a listing may have none
+	}
+	probe.OSS = &one
+	loc, err := o.location(probe)
+	if err != nil {
+		return nil, err
+	}
+	loc.Key = art.OSS.Key
+	d, err := o.driver(loc, false)
+	if err != nil {
+		return nil, err
+	}
+	s3 := art
+	s3.OSS, s3.S3 = nil, ptrTo(s3Location(loc))
+	keys, err := d.List(ctx, s3)
+	if err != nil {
+		return nil, fmt.Errorf("oss (through its S3-compatible API): %w", err)
+	}
+	return keys, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

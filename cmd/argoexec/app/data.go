@@ -19,6 +19,6 @@ func (o *DataOptions) Validate() error { return o.validate("data") }
 
 func newDataCmd(ctx context.Context, g *globalOptions, stdio IO, runF func(context.Context, *DataOptions) error) *cobra.Command {
 	o := &DataOptions{}
-	return newStepCmd("data [JSON]", "Run a data template: list its source.artifactPaths in S3, apply its transformations, report the result", cobra.ArbitraryArgs, o.addFlags,
+	return newStepCmd("data [JSON]", "Run a data template: list its source.artifactPaths (s3, gcs or oss), apply its transformations, report the result", cobra.ArbitraryArgs, o.addFlags,
 		func(args []string) error { return o.Complete(g, stdio) }, o.Validate, func() error { return runF(ctx, o) })
 }

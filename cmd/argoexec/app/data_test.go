@@ -3,13 +3,18 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/rest"
 
+	"github.com/argoexec/argoexec/executor/data"
 	wf "github.com/argoexec/argoexec/pkg/apis/workflow"
 	"github.com/argoexec/argoexec/pkg/artifacts"
 )
@@ -53,5 +58,80 @@ func TestDataOptions(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "argoexec data must run inside a workflow pod") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// recordReporter keeps the outputs a data template reports.
+type recordReporter struct{ outputs *wf.NodeOutputs }
+
+func (r *recordReporter) Report(_ context.Context, o *wf.NodeOutputs) error {
+	r.outputs = o
+	return nil
+}
+
+// TestDataListsGCS: `argoexec data` under Argo's controller, with a gcs
+// source given by a key alone, relocated onto the template's
+// archiveLocation.gcs, listed through the artifact seam against an
+// httptest GCS JSON API (STORAGE_EMULATOR_HOST) that pages two names at a
+// time, filtered by the transformation, as runData wires it.
+func TestDataListsGCS(t *testing.T) {
+	names := []string{"logs/a/main.log", "logs/a/out.tgz", "logs/b/main.log", "logs/c/main.log", "other/main.log"}
+	var pages int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/storage/v1/b/argo-gcs/o" {
+			http.Error(w, `{"error":{"message":"no such bucket"}}`, http.StatusNotFound)
+			return
+		}
+		pages++
+		start, _ := strconv.Atoi(r.URL.Query().Get("pageToken"))
+		var under []string
+		for _, n := range names {
+			if strings.HasPrefix(n, r.URL.Query().Get("prefix")) {
+				under = append(under, n)
+			}
+		}
+		page := map[string]any{}
+		var items []map[string]string
+		for i := start; i < len(under) && i < start+2; i++ {
+			items = append(items, map[string]string{"name": under[i]})
+		}
+		page["items"] = items
+		if start+2 < len(under) {
+			page["nextPageToken"] = strconv.Itoa(start + 2)
+		}
+		_ = json.NewEncoder(w).Encode(page)
+	}))
+	defer srv.Close()
+	tmpl := `{"name":"list-log-files","inputs":{},"outputs":{},"metadata":{},"archiveLocation":{"gcs":{"bucket":"argo-gcs","key":"wf/pod"}},"data":{"source":{"artifactPaths":{"name":"logs","gcs":{"key":"logs/"}}},"transformation":[{"expression":"filter(data, {# endsWith \"main.log\"})"}]}}`
+	env := with(argoResourceEnv(), wf.EnvArgoTemplate, tmpl, wf.EnvStorageEmulatorHost, strings.TrimPrefix(srv.URL, "http://"))
+	nsFile := t.TempDir() + "/namespace"
+	if err := os.WriteFile(nsFile, []byte("argo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o *DataOptions
+	err := run(context.Background(), []string{"data"}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, Getenv: envOf(env), NamespaceFile: nsFile}, runners{
+		data: func(_ context.Context, got *DataOptions) error { o = got; return nil },
+	})
+	if err != nil || o == nil {
+		t.Fatalf("run: %v", err)
+	}
+	tp, err := o.Protocol.Template(o.TemplatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := o.Protocol.Main(o.request(tp, &rest.Config{Host: "https://127.0.0.1:1"}, logrus.NewEntry(logrus.New())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &recordReporter{}
+	d := &data.Executor{Template: tp, Repository: parts.DataRepository, Lister: data.KindLister{Env: parts.DataEnv, Allow: parts.DataAllow}, Reporter: rep, Log: logrus.NewEntry(logrus.New())}
+	if err := d.Run(context.Background()); err != nil {
+		t.Fatalf("data: %v", err)
+	}
+	if rep.outputs == nil || rep.outputs.Result == nil || *rep.outputs.Result != `["logs/a/main.log","logs/b/main.log","logs/c/main.log"]` {
+		t.Errorf("outputs = %+v, want the main.log names under logs/ as the result", rep.outputs)
+	}
+	if pages != 2 {
+		t.Errorf("%d list requests, want 2 (four names under logs/, two a page)", pages)
 	}
 }
