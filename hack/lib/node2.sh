@@ -130,31 +130,14 @@ start_containerd_node2() {
   }]
 }
 EOF
-  # as the first node's (start_containerd), with its own socket, root and state; NRI (on by
-  # default in containerd 2.x) would share /var/run/nri/nri.sock with the first node's
-  cat > "$NODE2_DIR/containerd/config.toml" <<EOF
-version = 2
-root = "$NODE2_CONTAINERD_ROOT"
-state = "$NODE2_RUN/state"
-[grpc]
-  address = "$NODE2_CONTAINERD_SOCK"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = true
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  restrict_oom_score_adj = true
-  enable_selinux = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$NODE2_DIR/cni/net.d"
-EOF
+  # the first node's configuration (start_containerd) with this node's socket, root, state and
+  # CNI; NRI (on by default in containerd 2.x) would share /var/run/nri/nri.sock with it
+  sed -e "s|^root = .*|root = \"$NODE2_CONTAINERD_ROOT\"|" \
+      -e "s|^state = .*|state = \"$NODE2_RUN/state\"|" \
+      -e "s|^  address = .*|  address = \"$NODE2_CONTAINERD_SOCK\"|" \
+      -e "s|^    conf_dir = .*|    conf_dir = \"$NODE2_DIR/cni/net.d\"|" \
+      "$STATE/containerd/config.toml" > "$NODE2_DIR/containerd/config.toml"
+  printf '[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n' >> "$NODE2_DIR/containerd/config.toml"
   log "starting containerd-node2 ($CONTAINERD_VERSION, network namespace $NODE2_NETNS, $NODE2_IP)"
   spawn containerd-node2 nsenter --net="/run/netns/$NODE2_NETNS" "$NODE2_BIN/containerd" --config "$NODE2_DIR/containerd/config.toml"
   await containerd-node2 30 ctr --address "$NODE2_CONTAINERD_SOCK" version || fail_start containerd-node2
